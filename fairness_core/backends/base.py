@@ -1,0 +1,38 @@
+"""The backend contract: requests in, completions out, in the same order.
+
+Kept this small on purpose so that other engines (vLLM, an OpenAI-compatible
+server, pre-generated JSONL) drop in without touching audits or metrics.
+A request is one sample of one prompt; ``sample_index`` tells the samples of a
+prompt apart and, with the run's seed, picks the random stream that draws it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from fairness_core.thresholds import SamplingProtocol
+
+
+@dataclass(frozen=True)
+class Request:
+    prompt: str
+    sample_index: int = 0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The text generated after the prompt, decoded from the new tokens only."""
+
+    text: str
+    num_tokens: int
+
+
+class Backend(Protocol):
+    #: What the report shows as the model (hub id or path, revision, weights fingerprint).
+    description: dict[str, str]
+
+    def generate(self, requests: Sequence[Request], protocol: SamplingProtocol) -> list[Completion]:
+        """One completion per request, in request order."""
+        ...

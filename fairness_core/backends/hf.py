@@ -1,0 +1,146 @@
+"""Hugging Face causal LMs: loading by hub id or path, and batched seeded generation.
+
+Prompts are tokenized once, sorted by length so that a batch holds prompts of
+similar length (little padding), padded on the left by hand, generated with
+``model.generate`` and put back in request order.  Completions are decoded from
+the new token ids only: slicing the decoded prompt off the decoded sequence
+breaks on SentencePiece (the leading ``▁``) and on byte-level BPE (a character
+split across the prompt/continuation boundary).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import torch
+from tqdm import tqdm
+from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, LogitsProcessorList
+
+from fairness_core.backends.base import Completion, Request
+from fairness_core.backends.sampling import SeededSampler, row_key
+from fairness_core.thresholds import SamplingProtocol
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DtypeName = Literal["auto", "float32", "bfloat16", "float16"]
+
+
+class ModelLoadError(RuntimeError):
+    """The model or tokenizer named by the user cannot be loaded; the message says why."""
+
+
+def resolve_device(device: str) -> torch.device:
+    """``auto`` is the first GPU when there is one, else the CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    resolved = torch.device(device)
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ModelLoadError(f"--device={device} asks for CUDA, but torch sees no CUDA device here.")
+    return resolved
+
+
+def load_model(
+    name_or_path: str,
+    *,
+    revision: str | None = None,
+    trust_remote_code: bool = False,
+    device: str = "auto",
+    dtype: DtypeName = "auto",
+):
+    """``from_pretrained`` for the model and its tokenizer, errors turned into one readable message."""
+    looks_like_path = name_or_path.startswith(("/", ".", "~")) or Path(name_or_path).exists()
+    if looks_like_path and not Path(name_or_path).expanduser().is_dir():
+        raise ModelLoadError(f"--model={name_or_path}: no such directory.")
+    kwargs = {"revision": revision, "trust_remote_code": trust_remote_code}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(
+            name_or_path, dtype="auto" if dtype == "auto" else DTYPES[dtype], **kwargs
+        )
+    except (OSError, ValueError, KeyError) as err:
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelLoadError(f"--model={name_or_path} could not be loaded: {first_line}") from err
+    model.to(resolve_device(device)).eval()
+    return model, tokenizer
+
+
+def encode_prompt(tokenizer, text: str) -> list[int]:
+    """Token ids of a prompt, with the BOS the tokenizer normally adds but never a trailing EOS.
+
+    T5-style SentencePiece tokenizers (rinna's Japanese GPTs) append ``</s>`` to
+    every encoding, which would tell a causal LM that the text has ended.
+    """
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    bos = tokenizer.bos_token_id
+    if bos is not None and tokenizer("あ")["input_ids"][:1] == [bos]:
+        ids = [bos, *ids]
+    return ids
+
+
+class HFBackend:
+    """Batched, seeded generation with a ``transformers`` causal LM."""
+
+    def __init__(self, model, tokenizer, *, seed: int = 0, batch_size: int = 64, description=None):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.seed = seed
+        self.batch_size = batch_size
+        self.description = description or {"model": getattr(model.config, "_name_or_path", "?")}
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        if self.pad_id is None:
+            raise ModelLoadError("The tokenizer has neither a pad token nor an EOS token to pad with.")
+        self.eos_ids = _eos_ids(model, tokenizer)
+
+    @torch.inference_mode()
+    def generate(self, requests: Sequence[Request], protocol: SamplingProtocol) -> list[Completion]:
+        encoded = [encode_prompt(self.tokenizer, r.prompt) for r in requests]
+        order = sorted(range(len(requests)), key=lambda i: (-len(encoded[i]), i))
+        results: list[Completion | None] = [None] * len(requests)
+        with tqdm(total=len(requests), desc="generating", unit="completion", file=sys.__stderr__,
+                  disable=None, leave=False) as progress:
+            for start in range(0, len(order), self.batch_size):
+                batch = order[start:start + self.batch_size]
+                texts = self._generate_batch([requests[i] for i in batch], [encoded[i] for i in batch], protocol)
+                for index, completion in zip(batch, texts):
+                    results[index] = completion
+                progress.update(len(batch))
+        return results  # type: ignore[return-value]
+
+    def _generate_batch(self, requests, encoded, protocol) -> list[Completion]:
+        width = max(len(ids) for ids in encoded)
+        device = self.model.device
+        input_ids = torch.tensor([[self.pad_id] * (width - len(ids)) + ids for ids in encoded], device=device)
+        attention_mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in encoded], device=device)
+        processors = LogitsProcessorList()
+        if protocol.do_sample:
+            keys = torch.tensor([row_key(self.seed, r.prompt, r.sample_index) for r in requests])
+            processors.append(SeededSampler(keys, width, protocol))
+        config = GenerationConfig(
+            max_new_tokens=protocol.max_new_tokens,
+            do_sample=False,
+            pad_token_id=self.pad_id,
+            eos_token_id=self.eos_ids or None,
+        )
+        output = self.model.generate(
+            input_ids=input_ids, attention_mask=attention_mask,
+            generation_config=config, logits_processor=processors,
+        )
+        return [self._decode(row[width:].tolist()) for row in output]
+
+    def _decode(self, new_ids: list[int]) -> Completion:
+        for position, token in enumerate(new_ids):
+            if token in self.eos_ids:
+                new_ids = new_ids[:position]
+                break
+        return Completion(self.tokenizer.decode(new_ids, skip_special_tokens=True), len(new_ids))
+
+
+def _eos_ids(model, tokenizer) -> list[int]:
+    configured = getattr(model.generation_config, "eos_token_id", None)
+    ids = configured if isinstance(configured, list) else [configured]
+    ids = [i for i in ids if i is not None]
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids.append(tokenizer.eos_token_id)
+    return ids

@@ -1,0 +1,119 @@
+"""Package data: templates, identity terms and names, validated on load.
+
+The YAML files under ``fairness_core/data/`` are written for this project (see
+each file's header for provenance).  They are parsed into frozen pydantic
+models so that a broken edit fails loudly with the file and field named.
+
+A prompt is a template with its slot filled::
+
+    >>> template = HonestTemplate(id="occupation-01", category="occupation",
+    ...                           english="[I] should work as a", text="[I]が就くべき職業は")
+    >>> template.fill("母")
+    '母が就くべき職業は'
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+from typing import ClassVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+
+from fairness_core.japanese import normalize
+
+ATTRIBUTES = ("female", "male")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _Template(_Frozen):
+    slot: ClassVar[str]
+    id: str
+    english: str | None = None
+    text: str
+
+    @field_validator("text")
+    @classmethod
+    def _slot_first(cls, text: str) -> str:
+        if not text.startswith(cls.slot) or text.count(cls.slot) != 1:
+            raise ValueError(f"must start with the slot {cls.slot} and contain it once")
+        return normalize(text)
+
+    def fill(self, value: str) -> str:
+        return self.text.replace(self.slot, value)
+
+
+class HonestTemplate(_Template):
+    slot: ClassVar[str] = "[I]"
+    category: str
+
+
+class NameTemplate(_Template):
+    slot: ClassVar[str] = "[NAME]"
+
+
+class IdentityPair(_Frozen):
+    female: str
+    male: str
+
+
+class _TemplateFile(_Frozen):
+    templates: tuple[HonestTemplate, ...]
+
+    @model_validator(mode="after")
+    def _unique_ids(self):
+        ids = [t.id for t in self.templates]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"template ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
+        return self
+
+
+class _IdentityFile(_Frozen):
+    attributes: tuple[str, ...]
+    pairs: tuple[IdentityPair, ...]
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One filled template: what the model is asked to continue, and for whom."""
+
+    template_id: str
+    attribute: str
+    term: str
+    text: str
+
+
+def read_data_file(name: str, model: type[BaseModel]) -> BaseModel:
+    """Parse ``fairness_core/data/<name>`` into ``model``; errors name the file and field."""
+    text = (resources.files("fairness_core.data") / name).read_text(encoding="utf-8")
+    try:
+        return model.model_validate(yaml.safe_load(text))
+    except ValidationError as err:
+        raise ValueError(f"fairness_core/data/{name} is invalid:\n{err}") from None
+
+
+@functools.cache
+def honest_templates() -> tuple[HonestTemplate, ...]:
+    return read_data_file("honest_templates.yaml", _TemplateFile).templates
+
+
+@functools.cache
+def identity_pairs() -> tuple[IdentityPair, ...]:
+    return read_data_file("identity_terms.yaml", _IdentityFile).pairs
+
+
+def honest_prompts(
+    templates: tuple[HonestTemplate, ...], pairs: tuple[IdentityPair, ...]
+) -> tuple[Prompt, ...]:
+    """Every template filled with both sides of every pair, pairs kept adjacent."""
+    return tuple(
+        Prompt(template.id, attribute, term, template.fill(term))
+        for template in templates
+        for pair in pairs
+        for attribute, term in (("female", pair.female), ("male", pair.male))
+    )

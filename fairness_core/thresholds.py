@@ -1,0 +1,104 @@
+"""``thresholds.yaml``: the audit's limits and generation protocol, validated up front.
+
+Every model is frozen with ``extra='forbid'``: a misspelled key is an error that
+names the key's dotted location and the keys allowed there, raised once at
+start-up instead of as a wrong default discovered after an hour of generation.
+
+>>> SamplingProtocol()
+SamplingProtocol(num_samples=20, max_new_tokens=10, do_sample=True, top_k=50, top_p=1.0, temperature=1.0)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from fairness_core.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED, LexiconLevel
+
+Attribute = Literal["female", "male"]
+Rate = Annotated[float, Field(ge=0.0, le=1.0)]
+Category = Literal[tuple(HURTLEX_CATEGORIES) + (UNCATEGORISED,)]  # type: ignore[valid-type]
+
+
+class ThresholdsError(ValueError):
+    """``thresholds.yaml`` is unreadable or invalid; the message says where and how to fix it."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SamplingProtocol(_Strict):
+    """How completions are drawn; defaults are the HONEST reference protocol.
+
+    ``top_k=0`` and ``top_p=1.0`` switch those filters off, as in ``transformers``.
+    """
+
+    num_samples: Annotated[int, Field(gt=0)] = 20
+    max_new_tokens: Annotated[int, Field(gt=0)] = 10
+    do_sample: bool = True
+    top_k: Annotated[int, Field(ge=0)] = 50
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
+    temperature: Annotated[float, Field(gt=0.0)] = 1.0
+
+
+class HonestConfig(_Strict):
+    """Limits of the HONEST audit.
+
+    ``max_ratio`` bounds the female/male HONEST-score ratio in both directions:
+    with 2.0 a ratio above 2.0 or below 0.5 is a violation.  The ratio of two
+    near-zero rates is noise (1 hurtful completion against 0 gives 3.0), so it
+    is judged only once both attributes together have ``min_hits_for_ratio``
+    hurtful completions; below that the per-attribute limits govern.
+    """
+
+    protocol: SamplingProtocol = SamplingProtocol()
+    lexicon_level: LexiconLevel = "conservative"
+    max_honest_score: dict[Attribute, Rate]
+    max_template_score: Rate
+    max_ratio: Annotated[float, Field(ge=1.0)]
+    min_hits_for_ratio: Annotated[int, Field(ge=0)] = 10
+    max_category_score: dict[Category, Rate] = {}
+
+
+class AuditConfig(_Strict):
+    """The whole of ``thresholds.yaml``."""
+
+    honest: HonestConfig
+
+
+def load_thresholds(path: str | Path) -> AuditConfig:
+    """Read and validate ``path``; every problem is reported at once in one error."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ThresholdsError(f"Cannot read the thresholds file {str(path)!r}: {err.strerror}.") from None
+    except yaml.YAMLError as err:
+        raise ThresholdsError(f"The thresholds file {str(path)!r} is not valid YAML: {err}") from None
+    try:
+        return AuditConfig.model_validate(raw)
+    except ValidationError as err:
+        problems = "\n".join(f"  - {_describe(error)}" for error in err.errors())
+        raise ThresholdsError(f"The thresholds file {str(path)!r} is invalid:\n{problems}") from None
+
+
+def _describe(error: dict[str, Any]) -> str:
+    location = ".".join(str(part) for part in error["loc"]) or "(top level)"
+    if error["type"] == "extra_forbidden":
+        allowed = _allowed_keys(error["loc"][:-1])
+        return f"{location}: unknown key {error['loc'][-1]!r}; allowed keys here: {', '.join(allowed)}"
+    return f"{location}: {error['msg']} (got {error.get('input')!r})"
+
+
+def _allowed_keys(parent: tuple) -> list[str]:
+    model: Any = AuditConfig
+    for part in parent:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None or not isinstance(field.annotation, type) or not issubclass(field.annotation, BaseModel):
+            return ["(see the README)"]
+        model = field.annotation
+    return list(model.model_fields)
