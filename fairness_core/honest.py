@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fairness_core.backends.base import Backend, Request
+from fairness_core.backends.base import Backend, complete
 from fairness_core.matching import HurtfulMatcher, Match
 from fairness_core.metrics import rate_ratio
 from fairness_core.resources import Prompt
@@ -81,10 +81,7 @@ def evaluate_honest(
     backend: Backend, prompts: Sequence[Prompt], protocol: SamplingProtocol, matcher: HurtfulMatcher
 ) -> HonestResults:
     """Complete every prompt ``protocol.num_samples`` times and match each completion."""
-    requests = [Request(p.text, i) for p in prompts for i in range(protocol.num_samples)]
-    completions = backend.generate(requests, protocol)
-    prompt_of = [p for p in prompts for _ in range(protocol.num_samples)]
     return HonestResults(tuple(
         ScoredCompletion(prompt, completion.text, tuple(matcher.find(completion.text)))
-        for prompt, completion in zip(prompt_of, completions, strict=True)
+        for prompt, completion in complete(backend, prompts, protocol)
     ))

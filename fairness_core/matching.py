@@ -15,11 +15,42 @@ is found in 売春婦たち, 殺す in 殺された, and nothing is found in 犬
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
-from fairness_core.japanese import morphemes
+from fairness_core.japanese import Morpheme, morphemes
 from fairness_core.lexicon import LexiconEntry
+
+T = TypeVar("T")
+
+
+class LemmaSequenceIndex(Generic[T]):
+    """Items keyed by lemma sequences; ``find`` reports every occurrence in a morpheme list.
+
+    Shared by the hurtful-word matcher and the polarity scorer: both look for
+    multi-morpheme dictionary entries in lemmatised text.
+    """
+
+    def __init__(self, items: Iterable[tuple[tuple[str, ...], T]]):
+        self._by_first_key: dict[str, list[tuple[tuple[str, ...], T]]] = defaultdict(list)
+        for key, item in items:
+            if key:
+                self._by_first_key[key[0]].append((key, item))
+        # Longest first, so that 売春婦 is reported before a shorter 売春 at the same place.
+        for candidates in self._by_first_key.values():
+            candidates.sort(key=lambda pair: -len(pair[0]))
+
+    def find(self, words: Sequence[Morpheme]) -> list[tuple[int, int, T]]:
+        """``(start, end, item)`` for every entry whose key occurs at ``words[start:end]``."""
+        keys = [w.key for w in words]
+        found = []
+        for start, key in enumerate(keys):
+            for entry_key, item in self._by_first_key.get(key, ()):
+                end = start + len(entry_key)
+                if tuple(keys[start:end]) == entry_key:
+                    found.append((start, end, item))
+        return found
 
 
 @dataclass(frozen=True)
@@ -32,26 +63,15 @@ class Match:
 
 
 class HurtfulMatcher:
-    """Index of lexicon entries by their first lemma; ``find`` scans a text once."""
+    """Finds hurtful lexicon entries in a text."""
 
     def __init__(self, entries: Iterable[LexiconEntry]):
-        self._by_first_key: dict[str, list[LexiconEntry]] = defaultdict(list)
-        for entry in entries:
-            if entry.key:
-                self._by_first_key[entry.key[0]].append(entry)
-        # Longest entry first so that 売春婦 is reported rather than a shorter 売春 at the same place.
-        for candidates in self._by_first_key.values():
-            candidates.sort(key=lambda e: -len(e.key))
+        self._index = LemmaSequenceIndex((entry.key, entry) for entry in entries)
 
     def find(self, text: str) -> list[Match]:
         """Every entry whose lemma sequence occurs in ``text``; one match per entry and place."""
         words = morphemes(text)
-        keys = [w.key for w in words]
-        found: list[Match] = []
-        for start, key in enumerate(keys):
-            for entry in self._by_first_key.get(key, ()):
-                end = start + len(entry.key)
-                if tuple(keys[start:end]) == entry.key:
-                    surface = "".join(w.surface for w in words[start:end])
-                    found.append(Match(entry.lemma, entry.category, surface))
-        return found
+        return [
+            Match(entry.lemma, entry.category, "".join(w.surface for w in words[start:end]))
+            for start, end, entry in self._index.find(words)
+        ]

@@ -16,12 +16,14 @@ import pytest
 
 from fairness_core.backends.hf import ModelLoadError
 from fairness_core.lexicon import LEXICON_LEVELS, LexiconError
+from fairness_core.sentiment import DEFAULT_CLASSIFIER, LEXICON_SCORER, ScorerError
 from fairness_core.session import AuditOptions, AuditSession
 from fairness_core.thresholds import ThresholdsError
 from fairness_core.violations import AuditViolation
 
 OPTION_MODEL = "--model"
 OPTION_THRESHOLDS = "--thresholds"
+OPTION_SENTIMENT = "--sentiment"
 AUDIT_MARKER = "fairness_audit"
 
 session_key = pytest.StashKey[AuditSession]()
@@ -54,6 +56,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--lexicon", type=Path, help="hurtful lexicon: a HurtLex TSV or one word a line")
     group.addoption("--lexicon-level", choices=LEXICON_LEVELS,
                     help="which lexicon entries count (default: from thresholds.yaml, conservative)")
+    group.addoption(OPTION_SENTIMENT, default=DEFAULT_CLASSIFIER,
+                    help=f"sentiment scorer: hub id or path of a text classifier, or '{LEXICON_SCORER}' "
+                         f"for the offline polarity lexicon (default: {DEFAULT_CLASSIFIER})")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -84,10 +89,11 @@ def _start_session(config: pytest.Config) -> AuditSession:
         thresholds=config.getoption(OPTION_THRESHOLDS) or config.rootpath / "thresholds.yaml",
         lexicon=config.getoption("--lexicon"),
         lexicon_level=config.getoption("--lexicon-level"),
+        sentiment=config.getoption(OPTION_SENTIMENT),
     )
     try:
         return AuditSession(options)
-    except (ModelLoadError, ThresholdsError, LexiconError) as err:
+    except (ModelLoadError, ThresholdsError, LexiconError, ScorerError) as err:
         raise pytest.UsageError(str(err)) from None
 
 

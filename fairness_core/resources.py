@@ -20,7 +20,7 @@ from importlib import resources
 from typing import ClassVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from fairness_core.japanese import normalize
 
@@ -62,20 +62,41 @@ class IdentityPair(_Frozen):
     male: str
 
 
-class _TemplateFile(_Frozen):
-    templates: tuple[HonestTemplate, ...]
+class GivenName(_Frozen):
+    """A name chosen by Huang et al.'s method: rank ``rank`` of birth year ``year``."""
 
-    @model_validator(mode="after")
-    def _unique_ids(self):
-        ids = [t.id for t in self.templates]
-        if len(set(ids)) != len(ids):
-            raise ValueError(f"template ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
-        return self
+    name: str
+    reading: str
+    year: int
+    rank: int
+    verified: bool
+
+
+def _unique_ids(templates: tuple[_Template, ...]) -> tuple[_Template, ...]:
+    ids = [t.id for t in templates]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"template ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
+    return templates
+
+
+class _HonestTemplateFile(_Frozen):
+    templates: tuple[HonestTemplate, ...]
+    _check_ids = field_validator("templates")(_unique_ids)
+
+
+class _NameTemplateFile(_Frozen):
+    templates: tuple[NameTemplate, ...]
+    _check_ids = field_validator("templates")(_unique_ids)
 
 
 class _IdentityFile(_Frozen):
     attributes: tuple[str, ...]
     pairs: tuple[IdentityPair, ...]
+
+
+class _NamesFile(_Frozen):
+    female: tuple[GivenName, ...]
+    male: tuple[GivenName, ...]
 
 
 @dataclass(frozen=True)
@@ -99,12 +120,34 @@ def read_data_file(name: str, model: type[BaseModel]) -> BaseModel:
 
 @functools.cache
 def honest_templates() -> tuple[HonestTemplate, ...]:
-    return read_data_file("honest_templates.yaml", _TemplateFile).templates
+    return read_data_file("honest_templates.yaml", _HonestTemplateFile).templates
 
 
 @functools.cache
 def identity_pairs() -> tuple[IdentityPair, ...]:
     return read_data_file("identity_terms.yaml", _IdentityFile).pairs
+
+
+@functools.cache
+def name_templates() -> tuple[NameTemplate, ...]:
+    return read_data_file("sentiment_templates.yaml", _NameTemplateFile).templates
+
+
+@functools.cache
+def given_names() -> dict[str, tuple[GivenName, ...]]:
+    """Names per attribute, in year order."""
+    names = read_data_file("names_ja.yaml", _NamesFile)
+    return {"female": names.female, "male": names.male}
+
+
+def name_prompts(templates: tuple[NameTemplate, ...], names: dict[str, tuple[GivenName, ...]]) -> tuple[Prompt, ...]:
+    """Every template filled with every name of every attribute."""
+    return tuple(
+        Prompt(template.id, attribute, name.name, template.fill(name.name))
+        for template in templates
+        for attribute in ATTRIBUTES
+        for name in names[attribute]
+    )
 
 
 def honest_prompts(

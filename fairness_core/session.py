@@ -17,7 +17,11 @@ from fairness_core.backends.hf import HFBackend, load_model
 from fairness_core.honest import HonestResults, evaluate_honest
 from fairness_core.lexicon import Lexicon, LexiconLevel, load_builtin_lexicon, load_lexicon
 from fairness_core.matching import HurtfulMatcher
-from fairness_core.resources import honest_prompts, honest_templates, identity_pairs
+from fairness_core.group_fairness import SentimentResults, evaluate_sentiment
+from fairness_core.resources import (
+    given_names, honest_prompts, honest_templates, identity_pairs, name_prompts, name_templates,
+)
+from fairness_core.sentiment import SentimentScorer, load_scorer
 from fairness_core.thresholds import AuditConfig, load_thresholds
 
 
@@ -35,6 +39,7 @@ class AuditOptions:
     thresholds: Path
     lexicon: Path | None
     lexicon_level: LexiconLevel | None
+    sentiment: str
 
 
 class AuditSession:
@@ -44,6 +49,9 @@ class AuditSession:
         level = options.lexicon_level or self.config.honest.lexicon_level
         source = load_lexicon(options.lexicon) if options.lexicon else load_builtin_lexicon()
         self.lexicon: Lexicon = source.at_level(level)
+        self.scorer: SentimentScorer = load_scorer(
+            options.sentiment, label_positivity=self.config.sentiment.label_positivity
+        )
         self.backend = backend or self._load_backend()
 
     def _load_backend(self) -> Backend:
@@ -58,3 +66,8 @@ class AuditSession:
     def honest(self) -> HonestResults:
         prompts = honest_prompts(honest_templates(), identity_pairs())
         return evaluate_honest(self.backend, prompts, self.config.honest.protocol, HurtfulMatcher(self.lexicon.entries))
+
+    @functools.cached_property
+    def sentiment(self) -> SentimentResults:
+        prompts = name_prompts(name_templates(), given_names())
+        return evaluate_sentiment(self.backend, prompts, self.config.sentiment.protocol, self.scorer)

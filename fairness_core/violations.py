@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fairness_core.group_fairness import SentimentResults
 from fairness_core.honest import ScoredCompletion
 
-EVIDENCE_LIMIT = 8
+EVIDENCE_LIMIT = 12
 
 
 class AuditViolation(Exception):
@@ -64,3 +65,15 @@ def hurtful_evidence(rows: Sequence[ScoredCompletion]) -> list[str]:
         + ", ".join(f"{m.surface} ({m.lemma}, {m.category})" for m in row.matches)
         for row in rows if row.hurtful
     ]
+
+
+def sentiment_evidence(results: SentimentResults, attributes: Sequence[str], *,
+                       template_id: str | None = None, count: int = 3) -> list[str]:
+    """The ``count`` most negative and most positive completions per attribute, with their scores."""
+    lines = []
+    for attribute in attributes:
+        rows = sorted(results.select(attribute=attribute, template_id=template_id), key=lambda r: r.score)
+        for label, chosen in (("most negative", rows[:count]), ("most positive", rows[::-1][:count])):
+            lines.extend(f"{attribute} {label} {row.score:.2f}: {row.prompt.text}｜{row.completion}"
+                         for row in chosen)
+    return lines

@@ -10,9 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from fairness_core.thresholds import SamplingProtocol
+
+
+class _HasText(Protocol):
+    text: str
+
+
+P = TypeVar("P", bound=_HasText)
 
 
 @dataclass(frozen=True)
@@ -36,3 +43,10 @@ class Backend(Protocol):
     def generate(self, requests: Sequence[Request], protocol: SamplingProtocol) -> list[Completion]:
         """One completion per request, in request order."""
         ...
+
+
+def complete(backend: Backend, prompts: Sequence[P], protocol: SamplingProtocol) -> list[tuple[P, Completion]]:
+    """Every prompt completed ``protocol.num_samples`` times: ``(prompt, completion)`` pairs, prompts in order."""
+    requests = [Request(p.text, i) for p in prompts for i in range(protocol.num_samples)]
+    prompt_of = [p for p in prompts for _ in range(protocol.num_samples)]
+    return list(zip(prompt_of, backend.generate(requests, protocol), strict=True))

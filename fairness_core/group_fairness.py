@@ -1,0 +1,78 @@
+"""Sentiment group fairness (Huang et al. 2020): name prompts → completions → scores → distances.
+
+Only the completion is scored, never the prompt: the names themselves would
+otherwise move the score (several Japanese names are also sentiment words).
+
+>>> from fairness_core.resources import Prompt
+>>> rows = (ScoredSentiment(Prompt("name-01", "female", "陽子", "陽子は"), "優しい。", 1.0),
+...         ScoredSentiment(Prompt("name-01", "male", "蓮", "蓮は"), "怖い。", 0.0))
+>>> SentimentResults(rows).mean_gap()
+1.0
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fairness_core.backends.base import Backend, complete
+from fairness_core.metrics import counterfactual_fairness, group_distances
+from fairness_core.resources import ATTRIBUTES, Prompt
+from fairness_core.sentiment import SentimentScorer
+from fairness_core.thresholds import SamplingProtocol
+
+
+@dataclass(frozen=True)
+class ScoredSentiment:
+    prompt: Prompt
+    completion: str
+    score: float
+
+
+@dataclass(frozen=True)
+class SentimentResults:
+    rows: tuple[ScoredSentiment, ...]
+
+    def select(self, *, attribute: str | None = None, template_id: str | None = None) -> list[ScoredSentiment]:
+        return [row for row in self.rows
+                if (attribute is None or row.prompt.attribute == attribute)
+                and (template_id is None or row.prompt.template_id == template_id)]
+
+    def scores(self, *, template_id: str | None = None) -> dict[str, list[float]]:
+        """Scores per attribute, over all templates or one."""
+        return {a: [r.score for r in self.select(attribute=a, template_id=template_id)] for a in ATTRIBUTES}
+
+    def distances(self, *, template_id: str | None = None) -> dict[str, float]:
+        """W1 between each attribute's scores and the pooled scores."""
+        return group_distances(self.scores(template_id=template_id))
+
+    def average_group_fairness(self, *, template_id: str | None = None) -> float:
+        distances = self.distances(template_id=template_id)
+        return sum(distances.values()) / len(distances)
+
+    def means(self, *, template_id: str | None = None) -> dict[str, float]:
+        return {a: sum(s) / len(s) for a, s in self.scores(template_id=template_id).items()}
+
+    def mean_gap(self, *, template_id: str | None = None) -> float:
+        """Absolute difference between the two attributes' mean sentiment."""
+        means = self.means(template_id=template_id)
+        return abs(means[ATTRIBUTES[0]] - means[ATTRIBUTES[1]])
+
+    def counterfactual_fairness(self) -> float:
+        """Mean W1 over templates and pairs of names from different attributes."""
+        grouped: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+        for row in self.rows:
+            grouped[row.prompt.template_id][row.prompt.attribute][row.prompt.term].append(row.score)
+        return counterfactual_fairness(grouped)
+
+
+def evaluate_sentiment(backend: Backend, prompts: Sequence[Prompt], protocol: SamplingProtocol,
+                       scorer: SentimentScorer) -> SentimentResults:
+    """Complete every prompt ``protocol.num_samples`` times and score each completion."""
+    pairs = complete(backend, prompts, protocol)
+    scores = scorer.score([completion.text for _, completion in pairs])
+    return SentimentResults(tuple(
+        ScoredSentiment(prompt, completion.text, score)
+        for (prompt, completion), score in zip(pairs, scores, strict=True)
+    ))

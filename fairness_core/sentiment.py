@@ -1,0 +1,174 @@
+"""Sentiment scorers: texts in, positivity scores in [0, 1] out, batched.
+
+* :class:`ClassifierScorer` wraps any Hugging Face text-classification model
+  (default: Huang et al.'s choice for Japanese, ``daigo/bert-base-japanese-sentiment``).
+  Labels are mapped to positivity by *name*, never by index: fine-tunes of the
+  same base disagree on label order.  The score is the expected positivity
+  ``Σ p(label) · positivity(label)``.
+* :class:`LexiconScorer` needs no download: the project's polarity lexicon
+  matched on unidic lemmas, with negation (〜ない, 〜ず, 〜ません) flipping the
+  polarity of the word before it.
+
+>>> scorer = LexiconScorer.builtin()
+>>> scorer.score(["とても楽しかった。", "全然楽しくない。", "八時に駅に着いた。"])
+[1.0, 0.0, 0.5]
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Protocol
+
+import torch
+
+from fairness_core.japanese import lemma_keys, morphemes, normalize
+from fairness_core.matching import LemmaSequenceIndex
+
+DEFAULT_CLASSIFIER = "daigo/bert-base-japanese-sentiment"
+LEXICON_SCORER = "lexicon"
+POLARITY_LEXICON = "polarity_lexicon_ja.tsv"
+
+#: Label names (lower-cased, NFKC) and the positivity each stands for.
+KNOWN_LABELS: dict[str, float] = {
+    **dict.fromkeys(("positive", "pos", "ポジティブ", "肯定", "肯定的", "良い", "label_positive"), 1.0),
+    **dict.fromkeys(("negative", "neg", "ネガティブ", "否定", "否定的", "悪い", "label_negative"), 0.0),
+    **dict.fromkeys(("neutral", "neu", "ニュートラル", "中立", "中性", "label_neutral"), 0.5),
+}
+#: Morphemes whose lemma negates the predicate they follow.
+NEGATION_KEYS = frozenset({"無い", "ない", "ず", "ぬ", "ん"})
+NEGATION_WINDOW = 3
+
+
+class ScorerError(RuntimeError):
+    """The sentiment scorer cannot be set up; the message says why and what to do."""
+
+
+class SentimentScorer(Protocol):
+    description: str
+
+    def score(self, texts: Sequence[str]) -> list[float]:
+        """Positivity of each text in [0, 1]; 0.5 is neutral."""
+        ...
+
+
+class LexiconScorer:
+    """Polarity-lexicon scorer: ``0.5 + 0.5 · (pos − neg) / (pos + neg)``, 0.5 without matches."""
+
+    def __init__(self, polarities: Mapping[str, int], *, source: str):
+        if not polarities:
+            raise ScorerError(f"The polarity lexicon {source} has no entries.")
+        self._index = LemmaSequenceIndex((lemma_keys(lemma), p) for lemma, p in polarities.items())
+        self.description = f"lexicon ({source}, {len(polarities)} entries)"
+
+    @classmethod
+    @functools.cache
+    def builtin(cls) -> LexiconScorer:
+        with resources.as_file(resources.files("fairness_core.data") / POLARITY_LEXICON) as path:
+            return cls(read_polarity_lexicon(path), source=f"builtin:{POLARITY_LEXICON}")
+
+    def polarity_counts(self, text: str) -> tuple[int, int]:
+        """(positive, negative) matches in ``text`` after negation."""
+        words = morphemes(text)
+        positive = negative = 0
+        for _, end, polarity in self._index.find(words):
+            following = {w.key for w in words[end:end + NEGATION_WINDOW]}
+            if following & NEGATION_KEYS:
+                polarity = -polarity
+            if polarity > 0:
+                positive += 1
+            else:
+                negative += 1
+        return positive, negative
+
+    def score(self, texts: Sequence[str]) -> list[float]:
+        scores = []
+        for text in texts:
+            positive, negative = self.polarity_counts(text)
+            total = positive + negative
+            scores.append(0.5 if total == 0 else 0.5 + 0.5 * (positive - negative) / total)
+        return scores
+
+
+def read_polarity_lexicon(path: str | Path) -> dict[str, int]:
+    """``lemma → ±1`` from a TSV with the columns lemma, pos, polarity (``#`` comments)."""
+    lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines()
+             if line.strip() and not line.startswith("#")]
+    return {normalize(row["lemma"]): int(row["polarity"])
+            for row in csv.DictReader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)}
+
+
+class ClassifierScorer:
+    """A ``transformers`` sequence classifier whose labels are mapped to positivity by name."""
+
+    def __init__(self, model, tokenizer, *, name: str, label_positivity: Mapping[str, float] | None = None,
+                 batch_size: int = 32):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
+        self.positivity = torch.tensor(positivity_of_labels(labels, label_positivity, model_name=name))
+        self.description = f"classifier {name} (labels {dict(zip(labels, self.positivity.tolist()))})"
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str, *, label_positivity: Mapping[str, float] | None = None,
+                        device: str = "cpu") -> ClassifierScorer:
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+            model = AutoModelForSequenceClassification.from_pretrained(name_or_path)
+        except (OSError, ValueError, ImportError) as err:
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ScorerError(
+                f"--sentiment={name_or_path}: the sentiment classifier could not be loaded ({reason}). "
+                f"Without hub access or a local copy, use the offline scorer: --sentiment={LEXICON_SCORER}"
+            ) from err
+        return cls(model.to(device), tokenizer, name=name_or_path, label_positivity=label_positivity)
+
+    @torch.inference_mode()
+    def score(self, texts: Sequence[str]) -> list[float]:
+        scores: list[float] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = [normalize(t) for t in texts[start:start + self.batch_size]]
+            inputs = self.tokenizer(batch, padding=True, truncation=True, max_length=128, return_tensors="pt")
+            logits = self.model(**inputs.to(self.model.device)).logits.float()
+            scores.extend((logits.softmax(-1).cpu() @ self.positivity).tolist())
+        return scores
+
+
+def positivity_of_labels(labels: Sequence[str], configured: Mapping[str, float] | None, *,
+                         model_name: str) -> list[float]:
+    """Positivity of each label: from ``configured`` when given, else recognised by name.
+
+    >>> positivity_of_labels(["ネガティブ", "ポジティブ"], None, model_name="m")
+    [0.0, 1.0]
+    """
+    if configured:
+        missing = [label for label in labels if label not in configured]
+        if missing:
+            raise ScorerError(f"sentiment.label_positivity in thresholds.yaml lacks the labels {missing} "
+                              f"of {model_name} (its labels: {list(labels)}).")
+        return [float(configured[label]) for label in labels]
+    unknown = [label for label in labels if normalize(label).lower() not in KNOWN_LABELS]
+    if unknown:
+        raise ScorerError(
+            f"Cannot tell what the labels {unknown} of the sentiment model {model_name} mean "
+            f"(its labels: {list(labels)}). Map each label to a positivity in [0, 1] under "
+            f"sentiment.label_positivity in thresholds.yaml, e.g. {{{labels[0]!r}: 0.0, ...}}."
+        )
+    values = [KNOWN_LABELS[normalize(label).lower()] for label in labels]
+    if not (0.0 in values and 1.0 in values):
+        raise ScorerError(f"The labels {list(labels)} of {model_name} need both a positive and a negative label.")
+    return values
+
+
+def load_scorer(spec: str, *, label_positivity: Mapping[str, float] | None = None) -> SentimentScorer:
+    """``lexicon`` → the offline scorer; anything else is a hub id or path of a classifier."""
+    if spec == LEXICON_SCORER:
+        return LexiconScorer.builtin()
+    return ClassifierScorer.from_pretrained(spec, label_positivity=label_positivity)
+
