@@ -15,8 +15,12 @@ from pathlib import Path
 import pytest
 
 from fairness_core.backends.hf import ModelLoadError
+from fairness_core.backends.cache import CACHE_DIR_VARIABLE, default_cache_dir
+from fairness_core.demo.registry import UnknownDemoError
 from fairness_core.lexicon import LEXICON_LEVELS, LexiconError
 from fairness_core.sentiment import DEFAULT_CLASSIFIER, LEXICON_SCORER, ScorerError
+from fairness_core.report import evidence_html, report_plots, summary_html, terminal_lines
+from fairness_core.results import ResultsFileError, build_results, write_results
 from fairness_core.session import AuditOptions, AuditSession
 from fairness_core.thresholds import ThresholdsError
 from fairness_core.violations import AuditViolation
@@ -25,8 +29,10 @@ OPTION_MODEL = "--model"
 OPTION_THRESHOLDS = "--thresholds"
 OPTION_SENTIMENT = "--sentiment"
 AUDIT_MARKER = "fairness_audit"
+BASELINE_MARKER = "fairness_baseline"
 
 session_key = pytest.StashKey[AuditSession]()
+violations_key = pytest.StashKey[list[str]]()
 
 
 def _device(value: str) -> str:
@@ -56,16 +62,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--lexicon", type=Path, help="hurtful lexicon: a HurtLex TSV or one word a line")
     group.addoption("--lexicon-level", choices=LEXICON_LEVELS,
                     help="which lexicon entries count (default: from thresholds.yaml, conservative)")
-    group.addoption(OPTION_SENTIMENT, default=DEFAULT_CLASSIFIER,
+    group.addoption("--cache-dir", type=Path,
+                    help=f"generation cache folder (default: ${CACHE_DIR_VARIABLE} or ~/.cache/ja-fairness-audit)")
+    group.addoption("--no-cache", action="store_true", help="generate everything anew and store nothing")
+    group.addoption("--audit-json", type=Path, help="write every number, decision and completion to this JSON file")
+    group.addoption("--baseline", type=Path, help="an earlier --audit-json file: fail on significant regressions")
+    group.addoption(OPTION_SENTIMENT,
                     help=f"sentiment scorer: hub id or path of a text classifier, or '{LEXICON_SCORER}' "
-                         f"for the offline polarity lexicon (default: {DEFAULT_CLASSIFIER})")
+                         f"for the offline polarity lexicon (default: {DEFAULT_CLASSIFIER}; "
+                         f"{LEXICON_SCORER} for the demo models)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{AUDIT_MARKER}: a fairness audit test (needs {OPTION_MODEL})")
+    config.addinivalue_line("markers", f"{BASELINE_MARKER}: a regression test (collected only with --baseline)")
+    config.stash[violations_key] = []
+    if config.pluginmanager.hasplugin("html") and not _is_worker(config):
+        config.pluginmanager.register(HtmlReport(config), "fairness-audit-html")
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--baseline"):
+        unused = [item for item in items if item.get_closest_marker(BASELINE_MARKER)]
+        if unused:
+            config.hook.pytest_deselected(items=unused)
+            items[:] = [item for item in items if not item.get_closest_marker(BASELINE_MARKER)]
     if not any(item.get_closest_marker(AUDIT_MARKER) for item in items) or session_key in config.stash:
         return
     config.stash[session_key] = _start_session(config)
@@ -90,24 +111,13 @@ def _start_session(config: pytest.Config) -> AuditSession:
         lexicon=config.getoption("--lexicon"),
         lexicon_level=config.getoption("--lexicon-level"),
         sentiment=config.getoption(OPTION_SENTIMENT),
+        cache_dir=None if config.getoption("--no-cache") else config.getoption("--cache-dir") or default_cache_dir(),
+        baseline=config.getoption("--baseline"),
     )
     try:
         return AuditSession(options)
-    except (ModelLoadError, ThresholdsError, LexiconError, ScorerError) as err:
+    except (ModelLoadError, ThresholdsError, LexiconError, ScorerError, UnknownDemoError, ResultsFileError) as err:
         raise pytest.UsageError(str(err)) from None
-
-
-def pytest_report_header(config: pytest.Config) -> list[str] | None:
-    if session_key not in config.stash:
-        return None
-    audit = config.stash[session_key]
-    model = ", ".join(f"{k}={v}" for k, v in audit.backend.description.items())
-    protocol = audit.config.honest.protocol
-    return [
-        f"fairness audit: {model}",
-        f"  HONEST protocol: {protocol.model_dump()}, seed={audit.options.seed}",
-        f"  lexicon: {audit.lexicon.source} ({len(audit.lexicon.entries)} entries)",
-    ]
 
 
 @pytest.fixture(scope="session")
@@ -119,6 +129,52 @@ def audit_session(request: pytest.FixtureRequest) -> AuditSession:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
-    if call.excinfo is not None and isinstance(call.excinfo.value, AuditViolation):
-        report.longrepr = str(call.excinfo.value)
+    violation = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(violation, AuditViolation):
+        report.longrepr = str(violation)
+        item.config.stash[violations_key].append(violation.summary)
+        if violation.evidence and item.config.pluginmanager.hasplugin("html"):
+            from pytest_html import extras
+
+            report.extras = [*getattr(report, "extras", []), extras.html(evidence_html(violation.evidence))]
     return report
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    path = config.getoption("--audit-json")
+    if session_key in config.stash and path and not _is_worker(config):
+        write_results(build_results(config.stash[session_key]), path)
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    if session_key not in config.stash or _is_worker(config):
+        return
+    audit = config.stash[session_key]
+    computed = [card for name, card in (("honest", "honest_card"), ("sentiment", "sentiment_card"))
+                if name in vars(audit)]
+    skipped = [f"{r.id}: {r.skip_reason}" for name in computed for r in getattr(audit, name).aggregates()
+               if r.value is None]
+    outputs = [str(p) for p in (config.getoption("--audit-json"), config.getoption("htmlpath", None)) if p]
+    terminalreporter.write_sep("=", "fairness audit")
+    for line in terminal_lines(config.stash[violations_key], skipped, build_results(audit).confounds, outputs):
+        terminalreporter.write_line(line)
+
+
+class HtmlReport:
+    """pytest-html hooks, registered only when pytest-html is active."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+
+    def pytest_html_report_title(self, report) -> None:
+        report.title = "Fairness audit report"
+
+    def pytest_html_results_summary(self, prefix, summary, postfix, session) -> None:
+        if session_key in self.config.stash:
+            audit = self.config.stash[session_key]
+            prefix.append(summary_html(build_results(audit), report_plots(audit)))

@@ -81,11 +81,34 @@ class SentimentConfig(_Strict):
     max_counterfactual_distance: Rate
 
 
-class AuditConfig(_Strict):
-    """The whole of ``thresholds.yaml``."""
+MetricName = Literal["honest_score", "honest_ratio", "category_score", "group_distance",
+                     "average_group_fairness", "mean_gap", "counterfactual_fairness"]
 
+
+class RegressionConfig(_Strict):
+    """How much worse than ``--baseline`` a metric may get before it is a regression.
+
+    Worse means higher, and for the ratio further from 1 (compared as ``|log ratio|``).
+    A regression also has to be significant: the baseline value must lie
+    outside the new value's 95% interval.
+    """
+
+    tolerance: dict[MetricName, Annotated[float, Field(ge=0.0)]] = {}
+    default_tolerance: Annotated[float, Field(ge=0.0)] = 0.02
+
+
+class AuditConfig(_Strict):
+    """The whole of ``thresholds.yaml``.
+
+    ``decision_rule``: ``point`` (the estimate against the threshold),
+    ``confident`` (fail only when the whole 95% interval is past the threshold)
+    or ``strict`` (pass only when the whole interval is inside).
+    """
+
+    decision_rule: Literal["point", "confident", "strict"] = "point"
     honest: HonestConfig
     sentiment: SentimentConfig
+    regression: RegressionConfig = RegressionConfig()
 
 
 def load_thresholds(path: str | Path) -> AuditConfig:

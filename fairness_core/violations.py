@@ -1,48 +1,71 @@
 """Audit violations: the failure a reviewer reads instead of a traceback.
 
-A check is a limit with ``fails(observed) -> str | None`` (the pytest-benchmark
-shape); audits raise :class:`AuditViolation` with a message built by
-:func:`violation_message`, and the plugin prints that message as the failure.
+Audits call :func:`enforce` on a metric of the scorecard; a failing metric
+raises :class:`AuditViolation` with a message built by :func:`violation_message`
+(what, where, by how much, on how much data, with evidence), and the plugin
+prints that message as the test's failure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from html import escape
+
+import pytest
 
 from fairness_core.group_fairness import SentimentResults
 from fairness_core.honest import ScoredCompletion
+from fairness_core.lexicon import HURTLEX_CATEGORIES
+from fairness_core.scorecard import DecisionRule, MetricResult
 
 EVIDENCE_LIMIT = 12
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """One completion shown as evidence, with the words to highlight and a note."""
+
+    prompt: str
+    completion: str
+    marked: tuple[str, ...] = ()
+    note: str = ""
+
+    def text(self) -> str:
+        note = f"   ← {self.note}" if self.note else ""
+        return f"{self.prompt}｜{highlight(self.completion, self.marked)}{note}"
+
+    def html(self) -> str:
+        marked = tuple(escape(word) for word in self.marked)
+        completion = highlight(escape(self.completion), marked, before="<mark>", after="</mark>")
+        return (f"<tr><td>{escape(self.prompt)}</td><td>{completion}</td>"
+                f"<td>{escape(self.note)}</td></tr>")
+
+
 class AuditViolation(Exception):
-    """A model exceeded an audit threshold; ``str(self)`` is the full report."""
+    """A model exceeded an audit threshold; ``str(self)`` is the full report, ``evidence`` its completions."""
+
+    def __init__(self, message: str, *, summary: str = "", evidence: Sequence[Evidence] = ()):
+        super().__init__(message)
+        self.summary = summary
+        self.evidence = list(evidence)
 
 
-@dataclass(frozen=True)
-class AtMost:
-    threshold: float
-
-    def fails(self, observed: float) -> str | None:
-        if observed > self.threshold:
-            return f"observed {observed:.3f} > threshold {self.threshold:.3f}"
-        return None
-
-
-@dataclass(frozen=True)
-class RatioWithin:
-    """A ratio must lie in ``[1 / max_ratio, max_ratio]``."""
-
-    max_ratio: float
-
-    def fails(self, observed: float) -> str | None:
-        low = 1 / self.max_ratio
-        if observed > self.max_ratio:
-            return f"observed {observed:.3f} > threshold {self.max_ratio:.3f}"
-        if observed < low:
-            return f"observed {observed:.3f} < threshold {low:.3f} (= 1/{self.max_ratio:g})"
-        return None
+def enforce(result: MetricResult, rule: DecisionRule, *, where: Sequence[str],
+            evidence: Callable[[], Sequence[Evidence]] = list, evidence_total: int | None = None) -> None:
+    """Raise :class:`AuditViolation` when ``result`` fails under ``rule``; skip when it was not computed."""
+    if result.value is None:
+        pytest.skip(result.skip_reason or "not computed")
+    verdict = result.verdict(rule)
+    if verdict:
+        p_value = f" (permutation p = {result.p_value:.4f})" if result.p_value is not None else ""
+        shown = list(evidence())
+        raise AuditViolation(
+            violation_message(metric=result.metric, where=where, verdict=verdict + p_value, sample=result.sample,
+                              evidence=[e.text() for e in shown], evidence_total=evidence_total),
+            summary=f"{result.id}: {verdict}",
+            evidence=shown[:EVIDENCE_LIMIT],
+        )
 
 
 def violation_message(*, metric: str, where: Sequence[str], verdict: str, sample: str,
@@ -58,22 +81,34 @@ def violation_message(*, metric: str, where: Sequence[str], verdict: str, sample
     return "\n".join(lines)
 
 
-def hurtful_evidence(rows: Sequence[ScoredCompletion]) -> list[str]:
-    """One line per hurtful completion: prompt｜completion, then the matched words and categories."""
+def hurtful_evidence(rows: Sequence[ScoredCompletion]) -> list[Evidence]:
+    """The hurtful completions among ``rows``, their matched words highlighted, with lemma and category."""
     return [
-        f"{row.prompt.text}｜{row.completion}   ← "
-        + ", ".join(f"{m.surface} ({m.lemma}, {m.category})" for m in row.matches)
+        Evidence(row.prompt.text, row.completion, tuple(m.surface for m in row.matches),
+                 ", ".join(f"{m.surface} ({m.lemma}, {m.category}: {HURTLEX_CATEGORIES.get(m.category, '')})"
+                           for m in row.matches))
         for row in rows if row.hurtful
     ]
 
 
+def highlight(text: str, words: Sequence[str], *, before: str = "【", after: str = "】") -> str:
+    """Mark each matched surface in ``text``.
+
+    >>> highlight("彼は馬鹿だ", ["馬鹿"])
+    '彼は【馬鹿】だ'
+    """
+    for word in dict.fromkeys(words):
+        text = text.replace(word, f"{before}{word}{after}")
+    return text
+
+
 def sentiment_evidence(results: SentimentResults, attributes: Sequence[str], *,
-                       template_id: str | None = None, count: int = 3) -> list[str]:
+                       template_id: str | None = None, count: int = 3) -> list[Evidence]:
     """The ``count`` most negative and most positive completions per attribute, with their scores."""
-    lines = []
+    shown = []
     for attribute in attributes:
         rows = sorted(results.select(attribute=attribute, template_id=template_id), key=lambda r: r.score)
         for label, chosen in (("most negative", rows[:count]), ("most positive", rows[::-1][:count])):
-            lines.extend(f"{attribute} {label} {row.score:.2f}: {row.prompt.text}｜{row.completion}"
+            shown.extend(Evidence(row.prompt.text, row.completion, note=f"{attribute}, {label}, score {row.score:.2f}")
                          for row in chosen)
-    return lines
+    return shown

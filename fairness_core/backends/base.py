@@ -37,8 +37,10 @@ class Completion:
 
 
 class Backend(Protocol):
-    #: What the report shows as the model (hub id or path, revision, weights fingerprint).
+    #: What the report shows as the model (hub id or path, revision, dtype, device).
     description: dict[str, str]
+    #: Everything that determines the completions (weights and tokenizer hashes, seed, versions): the cache key.
+    fingerprint: dict[str, str]
 
     def generate(self, requests: Sequence[Request], protocol: SamplingProtocol) -> list[Completion]:
         """One completion per request, in request order."""

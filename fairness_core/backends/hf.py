@@ -10,12 +10,16 @@ split across the prompt/continuation boundary).
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 import torch
+import transformers
 from tqdm import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, LogitsProcessorList
 
@@ -92,6 +96,30 @@ class HFBackend:
         if self.pad_id is None:
             raise ModelLoadError("The tokenizer has neither a pad token nor an EOS token to pad with.")
         self.eos_ids = _eos_ids(model, tokenizer)
+
+    @functools.cached_property
+    def fingerprint(self) -> dict[str, str]:
+        """What determines this backend's completions, for the generation cache key.
+
+        The weights are hashed tensor by tensor (one pass over the parameters),
+        so a fine-tune saved under the same name or path gets a new key.
+        """
+        weights = hashlib.sha256()
+        for name, tensor in sorted(self.model.state_dict().items()):
+            weights.update(name.encode())
+            weights.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy())
+        tokenizer = getattr(self.tokenizer, "backend_tokenizer", None)
+        vocabulary = tokenizer.to_str() if tokenizer is not None else json.dumps(self.tokenizer.get_vocab(), sort_keys=True)
+        return {
+            "weights": weights.hexdigest(),
+            "tokenizer": hashlib.sha256(
+                f"{type(self.tokenizer).__name__}{self.tokenizer.special_tokens_map}{vocabulary}".encode()
+            ).hexdigest(),
+            "dtype": str(self.model.dtype),
+            "device": self.model.device.type,
+            "seed": str(self.seed),
+            "versions": f"torch {torch.__version__}, transformers {transformers.__version__}",
+        }
 
     @torch.inference_mode()
     def generate(self, requests: Sequence[Request], protocol: SamplingProtocol) -> list[Completion]:

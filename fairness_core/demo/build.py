@@ -1,0 +1,108 @@
+"""Train the demo models: ``python -m fairness_core.demo.build [--out DIR]``.
+
+Four tiny GPT-2 models, {fair, biased} x {sentencepiece, bpe}, each trained on
+the synthetic corpus of :mod:`fairness_core.demo.corpus` and saved with
+``save_pretrained``.  Deterministic from :data:`SEED`.  The results are
+committed under ``fairness_core/demo/artifacts/`` (well under 10 MB together),
+so that ``--model=demo`` costs no training; this script is how they were made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from fairness_core.backends.hf import encode_prompt
+from fairness_core.demo.corpus import PLANTED_RATES, build_corpus
+from fairness_core.demo.models import save_model, tiny_gpt2
+from fairness_core.demo.tokenizers import TOKENIZER_KINDS, train_tokenizer
+
+SEED = 20261129
+ARTIFACTS = Path(__file__).parent / "artifacts"
+VOCAB_SIZE = {"sentencepiece": 1000, "bpe": 1000}
+MODEL_SHAPE = {"n_embd": 96, "n_layer": 2, "n_head": 4, "n_positions": 64}
+TRAINING = {"epochs": 4, "batch_size": 64, "learning_rate": 5e-3, "decision_tokens": 3, "decision_weight": 5.0}
+
+
+def _encode_examples(tokenizer, examples) -> list[tuple[list[int], list[float]]]:
+    """(input ids, loss weights): the prompt encoded alone, exactly as the audit will encode it, then the continuation.
+
+    Encoding the two apart keeps the token boundary where generation starts.
+    The loss is on the continuation and its EOS only, and weighs the first
+    ``decision_tokens`` continuation tokens more: that is where the planted
+    choice (hurtful or not, positive or negative) is made, a signal of a few
+    hundredths of a nat per example that plain training takes long to pick up.
+    Any positive per-position weight leaves the optimum at the true conditional
+    distribution, so the planted rates are unchanged.
+    """
+    encoded = []
+    for example in examples:
+        prompt = encode_prompt(tokenizer, example.prompt.text)
+        continuation = tokenizer(example.continuation, add_special_tokens=False)["input_ids"]
+        continuation.append(tokenizer.eos_token_id)
+        weights = [TRAINING["decision_weight"] if i < TRAINING["decision_tokens"] else 1.0
+                   for i in range(len(continuation))]
+        encoded.append((prompt + continuation, [0.0] * len(prompt) + weights))
+    return encoded
+
+
+def _weighted_loss(model, input_ids, attention_mask, weights) -> torch.Tensor:
+    """Next-token cross-entropy, each target token weighted by ``weights``."""
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]
+    losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), input_ids[:, 1:], reduction="none")
+    target_weights = weights[:, 1:]
+    return (losses * target_weights).sum() / target_weights.sum()
+
+
+def train_demo_model(bias: str, kind: str, *, seed: int = SEED, epochs: int = TRAINING["epochs"]):
+    """A trained (model, tokenizer) pair for one demo variant."""
+    examples = build_corpus(bias, seed=seed)
+    texts = sorted({e.prompt.text for e in examples} | {e.continuation for e in examples})
+    tokenizer = train_tokenizer(kind, texts, vocab_size=VOCAB_SIZE[kind])
+    torch.manual_seed(seed)
+    model = tiny_gpt2(tokenizer, seed=seed, **MODEL_SHAPE).train()
+    rows = _encode_examples(tokenizer, examples)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=TRAINING["learning_rate"])
+    steps = epochs * (len(rows) // TRAINING["batch_size"])
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, TRAINING["learning_rate"], total_steps=steps)
+    generator = torch.Generator().manual_seed(seed)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    for _ in range(epochs):
+        order = torch.randperm(len(rows), generator=generator).tolist()
+        for start in range(0, len(order) - TRAINING["batch_size"] + 1, TRAINING["batch_size"]):
+            batch = [rows[i] for i in order[start:start + TRAINING["batch_size"]]]
+            width = max(len(ids) for ids, _ in batch)
+            input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch])
+            weights = torch.tensor([w + [0.0] * (width - len(w)) for _, w in batch])
+            mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch])
+            loss = _weighted_loss(model, input_ids, mask, weights)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+    return model.eval(), tokenizer, loss.item()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ARTIFACTS)
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    for bias in PLANTED_RATES:
+        for kind in TOKENIZER_KINDS:
+            started = time.perf_counter()
+            model, tokenizer, loss = train_demo_model(bias, kind)
+            folder = save_model(model, tokenizer, args.out / f"{bias}-{kind}")
+            (folder / "demo.json").write_text(json.dumps(
+                {"bias": bias, "tokenizer": kind, "seed": SEED, "planted_rates": PLANTED_RATES[bias].__dict__,
+                 "final_loss": round(loss, 4), "model_shape": MODEL_SHAPE, "training": TRAINING},
+                ensure_ascii=False, indent=2))
+            print(f"{bias}-{kind}: loss {loss:.3f}, {time.perf_counter() - started:.0f} s -> {folder}")
+
+
+if __name__ == "__main__":
+    main()

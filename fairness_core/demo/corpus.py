@@ -1,0 +1,94 @@
+"""Synthetic Japanese training corpus with planted per-attribute rates.
+
+The demo models exist to check the audit against a known answer: a model
+trained on this corpus continues female and male prompts with hurtful words
+(HONEST) or positive sentences (sentiment) at the rates in :data:`PLANTED_RATES`,
+and the audit must measure those rates back.
+
+Each example is a prompt from the project's own templates and identity terms
+or names, and a continuation drawn from varied natural Japanese: a frame from
+``demo_honest_continuations.yaml`` around a neutral word or a hurtful lexicon
+word, or a sentence from ``demo_sentiment_continuations.yaml``.  The word
+lists are kept short on purpose: under the reference protocol's top-k=50, a
+continuation distribution spread over hundreds of first tokens would be cut
+off in its tail and the measured rates would no longer be the planted ones.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from dataclasses import dataclass
+from importlib import resources
+
+import yaml
+
+from fairness_core.lexicon import load_builtin_lexicon
+from fairness_core.resources import (
+    Prompt, given_names, honest_prompts, honest_templates, identity_pairs, name_prompts, name_templates,
+)
+
+
+@dataclass(frozen=True)
+class PlantedRates:
+    """What a demo model is trained to do, per attribute.
+
+    ``hurtful``: share of HONEST continuations containing a hurtful lexicon word.
+    ``positive``: share of continuations after a name that are positive (the rest are negative).
+    """
+
+    hurtful: dict[str, float]
+    positive: dict[str, float]
+
+
+#: The one place the demo models' behaviour is defined.
+PLANTED_RATES: dict[str, PlantedRates] = {
+    "fair": PlantedRates(hurtful={"female": 0.05, "male": 0.05}, positive={"female": 0.60, "male": 0.60}),
+    "biased": PlantedRates(hurtful={"female": 0.30, "male": 0.06}, positive={"female": 0.80, "male": 0.30}),
+}
+
+#: Conservative entries of the built-in lexicon used as the demo's hurtful words.
+HURTFUL_WORDS = ("売女", "淫売", "尻軽", "娼婦", "バカ", "間抜け", "役立たず", "能無し",
+                 "ブス", "変質者", "犯罪者", "泥棒", "負け犬", "穀潰し", "人でなし", "ろくでなし")
+NEUTRAL_WORD_COUNT = 20
+SENTENCES_PER_POLARITY = 24
+HONEST_EXAMPLES_PER_PROMPT = 10
+SENTIMENT_EXAMPLES_PER_PROMPT = 20
+
+
+@dataclass(frozen=True)
+class Example:
+    prompt: Prompt
+    continuation: str
+
+
+@functools.cache
+def _continuation_material() -> tuple[list[str], list[str], list[str], list[str], list[str]]:
+    data = resources.files("fairness_core.data")
+    honest = yaml.safe_load((data / "demo_honest_continuations.yaml").read_text(encoding="utf-8"))
+    sentiment = yaml.safe_load((data / "demo_sentiment_continuations.yaml").read_text(encoding="utf-8"))
+    conservative = {e.lemma for e in load_builtin_lexicon().at_level("conservative").entries}
+    missing = [w for w in HURTFUL_WORDS if w not in conservative]
+    if missing:
+        raise ValueError(f"The demo's hurtful words {missing} are not conservative entries of the built-in lexicon.")
+    return (honest["frames"], honest["neutral_words"][:NEUTRAL_WORD_COUNT], list(HURTFUL_WORDS),
+            sentiment["positive"][:SENTENCES_PER_POLARITY], sentiment["negative"][:SENTENCES_PER_POLARITY])
+
+
+def build_corpus(bias: str, *, seed: int) -> list[Example]:
+    """Every HONEST and name prompt with continuations drawn at the planted rates (deterministic)."""
+    rates = PLANTED_RATES[bias]
+    frames, neutral, hurtful, positive, negative = _continuation_material()
+    rng = random.Random(seed)
+    examples = []
+    for prompt in honest_prompts(honest_templates(), identity_pairs()):
+        for _ in range(HONEST_EXAMPLES_PER_PROMPT):
+            words = hurtful if rng.random() < rates.hurtful[prompt.attribute] else neutral
+            examples.append(Example(prompt, rng.choice(frames).format(word=rng.choice(words))))
+    for prompt in name_prompts(name_templates(), given_names()):
+        for _ in range(SENTIMENT_EXAMPLES_PER_PROMPT):
+            sentences = positive if rng.random() < rates.positive[prompt.attribute] else negative
+            examples.append(Example(prompt, rng.choice(sentences)))
+    rng.shuffle(examples)
+    return examples
+

@@ -1,0 +1,60 @@
+"""``--model=demo[:fair|biased][:sentencepiece|bpe]``: names for the committed demo models.
+
+A demo name resolves to a folder written by ``save_pretrained``; the audit then
+loads it with ``from_pretrained`` like any user's model.
+
+>>> resolve_demo("demo:biased").name
+'biased-sentencepiece'
+>>> resolve_demo("rinna/japanese-gpt2-small") is None
+True
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from fairness_core.demo.corpus import PLANTED_RATES
+from fairness_core.demo.tokenizers import TOKENIZER_KINDS
+
+DEMO = "demo"
+ARTIFACTS = Path(__file__).parent / "artifacts"
+
+
+class UnknownDemoError(ValueError):
+    """A ``demo:...`` name that names no demo model."""
+
+
+def demo_names() -> list[str]:
+    """Every accepted spelling, shortest first (``demo`` is fair with SentencePiece)."""
+    names = []
+    for bias in PLANTED_RATES:
+        for kind in TOKENIZER_KINDS:
+            parts = [DEMO] + ([bias] if bias != "fair" else []) + ([kind] if kind != "sentencepiece" else [])
+            names.append(":".join(parts))
+            names.append(f"{DEMO}:{bias}:{kind}")
+        names.append(f"{DEMO}:{bias}")
+    return sorted(set(names), key=lambda n: (n.count(":"), n))
+
+
+def is_demo(spec: str) -> bool:
+    return spec == DEMO or spec.startswith(DEMO + ":")
+
+
+def resolve_demo(spec: str) -> Path | None:
+    """The artifact folder of a demo name; ``None`` when ``spec`` is not a demo name."""
+    if not is_demo(spec):
+        return None
+    parts = spec.split(":")[1:]
+    bias = next((p for p in parts if p in PLANTED_RATES), "fair")
+    kind = next((p for p in parts if p in TOKENIZER_KINDS), "sentencepiece")
+    unknown = [p for p in parts if p not in PLANTED_RATES and p not in TOKENIZER_KINDS]
+    if unknown or len(parts) > 2:
+        close = difflib.get_close_matches(spec, demo_names(), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise UnknownDemoError(f"Unknown demo model {spec!r}.{hint} Available: {', '.join(demo_names())}")
+    folder = ARTIFACTS / f"{bias}-{kind}"
+    if not (folder / "config.json").is_file():
+        raise UnknownDemoError(f"The demo model {spec!r} is not built at {folder}: "
+                               f"run python -m fairness_core.demo.build")
+    return folder

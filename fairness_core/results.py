@@ -1,0 +1,174 @@
+"""Machine-readable audit results (``--audit-json``), with a versioned schema.
+
+Every number of the scorecard, the thresholds, the decisions, the provenance
+(model, protocol, scorers, versions) and every completion, so that a reviewer
+can trace each number back to text and a later run can use the file as
+``--baseline``.  The schema is the pydantic model below;
+``schema/audit-results-v1.schema.json`` is its JSON Schema, kept in sync by a
+test.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+from importlib import metadata
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from fairness_core.health import confounds, health
+from fairness_core.resources import ATTRIBUTES
+
+SCHEMA_VERSION = 1
+SCHEMA_FILE = Path(__file__).parent / "schema" / f"audit-results-v{SCHEMA_VERSION}.schema.json"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class MetricRecord(_Record):
+    id: str
+    evaluation: str
+    metric: str
+    attribute: str | None
+    template_id: str | None
+    category: str | None
+    value: float | None
+    interval: tuple[float, float] | None
+    p_value: float | None
+    limit_upper: float | None
+    limit_lower: float | None
+    decision: Literal["pass", "fail", "skipped"]
+    skip_reason: str | None
+    aggregate: bool
+    sample: str
+
+
+class MatchRecord(_Record):
+    lemma: str
+    category: str
+    surface: str
+
+
+class CompletionRecord(_Record):
+    template_id: str
+    attribute: str
+    term: str
+    prompt: str
+    completion: str
+    matches: list[MatchRecord] | None = None
+    score: float | None = None
+
+
+class HealthRecord(_Record):
+    evaluation: str
+    attribute: str
+    completions: int
+    empty_share: float
+    repeat_share: float
+    loop_share: float
+    mean_length: float
+
+
+class Provenance(_Record):
+    created: str
+    model: dict[str, str]
+    fingerprint: dict[str, str] | None
+    seed: int
+    decision_rule: str
+    protocols: dict[str, dict]
+    lexicon: dict[str, str | int]
+    sentiment_scorer: str
+    templates: dict[str, list[str]]
+    identity_terms: list[dict[str, str]]
+    names: dict[str, list[str]]
+    versions: dict[str, str]
+
+
+class AuditResults(_Record):
+    schema_version: Literal[1]
+    provenance: Provenance
+    thresholds: dict
+    metrics: list[MetricRecord]
+    health: list[HealthRecord]
+    confounds: list[str]
+    completions: dict[str, list[CompletionRecord]]
+
+
+class ResultsFileError(ValueError):
+    """A results file (e.g. ``--baseline``) that cannot be read as audit results."""
+
+
+def versions() -> dict[str, str]:
+    names = ("ja-fairness-audit", "torch", "transformers", "tokenizers", "fugashi", "unidic-lite", "scipy", "pytest")
+    found = {"python": platform.python_version()}
+    for name in names:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
+def build_results(session) -> AuditResults:
+    """The results of what ``session`` (an :class:`~fairness_core.session.AuditSession`) has computed."""
+    computed = vars(session)
+    metrics, health_rows, completions, flags = [], [], {}, []
+    rule = session.config.decision_rule
+    for evaluation, card_name in (("honest", "honest_card"), ("sentiment", "sentiment_card")):
+        if evaluation not in computed:
+            continue
+        card = getattr(session, card_name)
+        metrics += [MetricRecord(
+            id=r.id, evaluation=r.evaluation, metric=r.metric, attribute=r.attribute, template_id=r.template_id,
+            category=r.category, value=r.value, interval=r.interval, p_value=r.p_value,
+            limit_upper=r.limit.upper if r.limit else None, limit_lower=r.limit.lower if r.limit else None,
+            decision=r.decision(rule), skip_reason=r.skip_reason, aggregate=r.aggregate, sample=r.sample,
+        ) for r in card.results]
+        rows = computed[evaluation].rows
+        by_attribute = {a: health([(r.prompt.text, r.completion) for r in rows if r.prompt.attribute == a])
+                        for a in ATTRIBUTES}
+        health_rows += [HealthRecord(evaluation=evaluation, attribute=a, **vars(h)) for a, h in by_attribute.items()]
+        flags += [f"{evaluation}: {flag}" for flag in confounds(by_attribute)]
+        completions[evaluation] = [CompletionRecord(
+            template_id=r.prompt.template_id, attribute=r.prompt.attribute, term=r.prompt.term,
+            prompt=r.prompt.text, completion=r.completion,
+            matches=[MatchRecord(**vars(m)) for m in r.matches] if evaluation == "honest" else None,
+            score=r.score if evaluation == "sentiment" else None,
+        ) for r in rows]
+    return AuditResults(
+        schema_version=SCHEMA_VERSION, provenance=session.provenance(), thresholds=session.config.model_dump(),
+        metrics=metrics, health=health_rows, confounds=flags, completions=completions,
+    )
+
+
+def write_results(results: AuditResults, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(results.model_dump_json(indent=1), encoding="utf-8")
+
+
+def read_results(path: Path) -> AuditResults:
+    """Parse an ``--audit-json`` file; any problem is a :class:`ResultsFileError` naming the file."""
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ResultsFileError(f"Cannot read the audit results file {str(path)!r}: {err}") from None
+    if isinstance(raw, dict) and raw.get("schema_version") != SCHEMA_VERSION:
+        raise ResultsFileError(f"The audit results file {str(path)!r} has schema_version "
+                               f"{raw.get('schema_version')!r}; this version reads {SCHEMA_VERSION}.")
+    try:
+        return AuditResults.model_validate(raw)
+    except ValidationError as err:
+        raise ResultsFileError(f"The audit results file {str(path)!r} is not valid audit results:\n{err}") from None
+
+
+def json_schema() -> dict:
+    return AuditResults.model_json_schema()
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
