@@ -65,6 +65,7 @@ def test_categories(audit_session, attribute):
         enforce(
             audit_session.honest_card[metric_id("honest", "category_score", category=category, attribute=attribute)],
             audit_session.config.decision_rule,
-            where=[f"category {category} ({HURTLEX_CATEGORIES[category]})", f"attribute {attribute}"],
+            where=[f"category {category} ({HURTLEX_CATEGORIES.get(category, 'plain word list')})",
+                   f"attribute {attribute}"],
             evidence=lambda: hurtful_evidence(audit_session.honest.select(attribute=attribute, category=category)),
         )

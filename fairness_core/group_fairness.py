@@ -52,7 +52,11 @@ class SentimentResults:
         return sum(distances.values()) / len(distances)
 
     def means(self, *, template_id: str | None = None) -> dict[str, float]:
-        return {a: sum(s) / len(s) for a, s in self.scores(template_id=template_id).items()}
+        scores = self.scores(template_id=template_id)
+        empty = [a for a, s in scores.items() if not s]
+        if empty:
+            raise ValueError(f"No sentiment scores for {empty}" + (f" in template {template_id!r}" if template_id else ""))
+        return {a: sum(s) / len(s) for a, s in scores.items()}
 
     def mean_gap(self, *, template_id: str | None = None) -> float:
         """Absolute difference between the two attributes' mean sentiment."""

@@ -125,7 +125,7 @@ def load_lexicon(path: str | Path) -> Lexicon:
     if not path.is_file():
         raise LexiconError(f"The lexicon file {str(path)!r} does not exist or is not a file.")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
     except UnicodeDecodeError as err:
         raise LexiconError(f"The lexicon file {str(path)!r} is not UTF-8 text: {err}.") from None
     content = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]

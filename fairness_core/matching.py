@@ -37,19 +37,29 @@ class LemmaSequenceIndex(Generic[T]):
         for key, item in items:
             if key:
                 self._by_first_key[key[0]].append((key, item))
-        # Longest first, so that 売春婦 is reported before a shorter 売春 at the same place.
+        # Longest first: find() takes the longest entry at each place.
         for candidates in self._by_first_key.values():
             candidates.sort(key=lambda pair: -len(pair[0]))
 
     def find(self, words: Sequence[Morpheme]) -> list[tuple[int, int, T]]:
-        """``(start, end, item)`` for every entry whose key occurs at ``words[start:end]``."""
+        """``(start, end, item)`` of the leftmost-longest, non-overlapping occurrences in ``words``.
+
+        At each place only the longest entry counts (売春婦, not also 売春), and
+        scanning resumes after it; items sharing that longest key are all reported
+        (one lemma listed under two categories).
+        """
         keys = [w.key for w in words]
-        found = []
-        for start, key in enumerate(keys):
-            for entry_key, item in self._by_first_key.get(key, ()):
-                end = start + len(entry_key)
-                if tuple(keys[start:end]) == entry_key:
+        found: list[tuple[int, int, T]] = []
+        start = 0
+        while start < len(keys):
+            end = None
+            for entry_key, item in self._by_first_key.get(keys[start], ()):
+                if end is not None and len(entry_key) < end - start:
+                    break
+                if tuple(keys[start:start + len(entry_key)]) == entry_key:
+                    end = start + len(entry_key)
                     found.append((start, end, item))
+            start = end if end is not None else start + 1
         return found
 
 

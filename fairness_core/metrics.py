@@ -67,6 +67,11 @@ def wasserstein1(a: Sequence[float], b: Sequence[float]) -> float:
 
 def group_distances(scores: Mapping[str, Sequence[float]]) -> dict[str, float]:
     """Huang et al.'s group fairness: W1 between each group's scores and all groups' pooled scores."""
+    if not scores:
+        raise ValueError("group_distances needs at least one group of scores. Got none.")
+    empty = [group for group, values in scores.items() if len(values) == 0]
+    if empty:
+        raise ValueError(f"group_distances needs scores for every group; {empty} have none.")
     pooled = [s for group in scores.values() for s in group]
     return {group: wasserstein1(values, pooled) for group, values in scores.items()}
 

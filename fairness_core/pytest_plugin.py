@@ -120,6 +120,20 @@ def _start_session(config: pytest.Config) -> AuditSession:
         raise pytest.UsageError(str(err)) from None
 
 
+def pytest_report_collectionfinish(config: pytest.Config) -> list[str] | None:
+    """The model, protocols, scorers and seed, printed once the session is set up."""
+    if session_key not in config.stash:
+        return None
+    audit = config.stash[session_key]
+    model = ", ".join(f"{k}={v}" for k, v in audit.backend.description.items())
+    return [
+        f"fairness audit: {model}, seed={audit.options.seed}, decision rule {audit.config.decision_rule}",
+        f"  HONEST protocol: {audit.config.honest.protocol.model_dump()}",
+        f"  sentiment protocol: {audit.config.sentiment.protocol.model_dump()}",
+        f"  lexicon: {audit.lexicon.source} ({len(audit.lexicon.entries)} entries); sentiment: {audit.scorer.description}",
+    ]
+
+
 @pytest.fixture(scope="session")
 def audit_session(request: pytest.FixtureRequest) -> AuditSession:
     """The run's :class:`AuditSession` (model, thresholds, lexicon, results)."""

@@ -23,7 +23,7 @@ from typing import Literal
 
 from fairness_core.group_fairness import SentimentResults
 from fairness_core.honest import HonestResults
-from fairness_core.lexicon import HURTLEX_CATEGORIES
+from fairness_core.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED
 from fairness_core.metrics import group_distances, rate_ratio, wasserstein1
 from fairness_core.resources import ATTRIBUTES
 from fairness_core.statistics import bootstrap_interval, permutation_pvalue, wilson_interval
@@ -123,7 +123,7 @@ def honest_metrics(results: HonestResults, config: AuditConfig, *, seed: int = 0
         out.append(MetricResult(
             metric_id("honest", "honest_score", attribute=attribute), "honest", "honest_score",
             value=count.rate, interval=wilson_interval(count.hits, count.total),
-            limit=Limit(limits.max_honest_score[attribute]), attribute=attribute, aggregate=True,
+            limit=Limit(getattr(limits.max_honest_score, attribute)), attribute=attribute, aggregate=True,
             sample=f"{count.hits} hurtful of {count.total} completions",
         ))
         for template_id in dict.fromkeys(r.prompt.template_id for r in results.rows):
@@ -134,7 +134,7 @@ def honest_metrics(results: HonestResults, config: AuditConfig, *, seed: int = 0
                 limit=Limit(limits.max_template_score), attribute=attribute, template_id=template_id,
                 sample=f"{cell.hits} hurtful of {cell.total} completions",
             ))
-        for category in HURTLEX_CATEGORIES:
+        for category in (*HURTLEX_CATEGORIES, UNCATEGORISED):
             cell = results.count(attribute=attribute, category=category)
             threshold = limits.max_category_score.get(category)
             out.append(MetricResult(

@@ -40,7 +40,10 @@ KNOWN_LABELS: dict[str, float] = {
 }
 #: Morphemes whose lemma negates the predicate they follow.
 NEGATION_KEYS = frozenset({"無い", "ない", "ず", "ぬ", "ん"})
+#: How many content morphemes after a match may carry its negation ...
 NEGATION_WINDOW = 3
+#: ... not counting the copula and auxiliaries between them (好きではありません: 好き だ は 有る ます ず).
+NEGATION_TRANSPARENT = frozenset({"だ", "で", "は", "じゃ", "有る", "ます", "です", "も"})
 
 
 class ScorerError(RuntimeError):
@@ -75,8 +78,7 @@ class LexiconScorer:
         words = morphemes(text)
         positive = negative = 0
         for _, end, polarity in self._index.find(words):
-            following = {w.key for w in words[end:end + NEGATION_WINDOW]}
-            if following & NEGATION_KEYS:
+            if _negated(words[end:]):
                 polarity = -polarity
             if polarity > 0:
                 positive += 1
@@ -91,6 +93,19 @@ class LexiconScorer:
             total = positive + negative
             scores.append(0.5 if total == 0 else 0.5 + 0.5 * (positive - negative) / total)
         return scores
+
+
+def _negated(following) -> bool:
+    """Whether a negation follows within :data:`NEGATION_WINDOW` content morphemes."""
+    counted = 0
+    for word in following:
+        if word.key in NEGATION_KEYS:
+            return True
+        if word.key not in NEGATION_TRANSPARENT:
+            counted += 1
+            if counted == NEGATION_WINDOW:
+                return False
+    return False
 
 
 def read_polarity_lexicon(path: str | Path) -> dict[str, int]:
@@ -118,6 +133,10 @@ class ClassifierScorer:
                         device: str = "cpu") -> ClassifierScorer:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+        if name_or_path.startswith(("/", ".", "~")) and not Path(name_or_path).expanduser().is_dir():
+            raise ScorerError(f"--sentiment={name_or_path}: the sentiment classifier could not be loaded (no such "
+                              f"directory). For the offline scorer use --sentiment={LEXICON_SCORER}")
+        name_or_path = str(Path(name_or_path).expanduser()) if name_or_path.startswith("~") else name_or_path
         try:
             tokenizer = AutoTokenizer.from_pretrained(name_or_path)
             model = AutoModelForSequenceClassification.from_pretrained(name_or_path)

@@ -45,6 +45,13 @@ class SamplingProtocol(_Strict):
     temperature: Annotated[float, Field(gt=0.0)] = 1.0
 
 
+class AttributeRates(_Strict):
+    """One rate per attribute; both are required."""
+
+    female: Rate
+    male: Rate
+
+
 class HonestConfig(_Strict):
     """Limits of the HONEST audit.
 
@@ -57,7 +64,7 @@ class HonestConfig(_Strict):
 
     protocol: SamplingProtocol = SamplingProtocol()
     lexicon_level: LexiconLevel = "conservative"
-    max_honest_score: dict[Attribute, Rate]
+    max_honest_score: AttributeRates
     max_template_score: Rate
     max_ratio: Annotated[float, Field(ge=1.0)]
     min_hits_for_ratio: Annotated[int, Field(ge=0)] = 10

@@ -85,7 +85,7 @@ def hurtful_evidence(rows: Sequence[ScoredCompletion]) -> list[Evidence]:
     """The hurtful completions among ``rows``, their matched words highlighted, with lemma and category."""
     return [
         Evidence(row.prompt.text, row.completion, tuple(m.surface for m in row.matches),
-                 ", ".join(f"{m.surface} ({m.lemma}, {m.category}: {HURTLEX_CATEGORIES.get(m.category, '')})"
+                 ", ".join(f"{m.surface} ({m.lemma}, {m.category}: {HURTLEX_CATEGORIES.get(m.category, 'plain word list')})"
                            for m in row.matches))
         for row in rows if row.hurtful
     ]

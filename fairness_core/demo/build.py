@@ -25,7 +25,7 @@ SEED = 20261129
 ARTIFACTS = Path(__file__).parent / "artifacts"
 VOCAB_SIZE = {"sentencepiece": 1000, "bpe": 1000}
 MODEL_SHAPE = {"n_embd": 96, "n_layer": 2, "n_head": 4, "n_positions": 64}
-TRAINING = {"epochs": 4, "batch_size": 64, "learning_rate": 5e-3, "decision_tokens": 3, "decision_weight": 5.0}
+TRAINING = {"epochs": 5, "batch_size": 64, "learning_rate": 5e-3, "decision_tokens": 3, "decision_weight": 8.0}
 
 
 def _encode_examples(tokenizer, examples) -> list[tuple[list[int], list[float]]]:
@@ -61,8 +61,9 @@ def _weighted_loss(model, input_ids, attention_mask, weights) -> torch.Tensor:
 def train_demo_model(bias: str, kind: str, *, seed: int = SEED, epochs: int = TRAINING["epochs"]):
     """A trained (model, tokenizer) pair for one demo variant."""
     examples = build_corpus(bias, seed=seed)
-    texts = sorted({e.prompt.text for e in examples} | {e.continuation for e in examples})
-    tokenizer = train_tokenizer(kind, texts, vocab_size=VOCAB_SIZE[kind])
+    # Trained on the corpus as the model sees it, frequencies included, so that frequent words become
+    # single tokens (a tokenizer trained on distinct strings only learns characters).
+    tokenizer = train_tokenizer(kind, [e.prompt.text + e.continuation for e in examples], vocab_size=VOCAB_SIZE[kind])
     torch.manual_seed(seed)
     model = tiny_gpt2(tokenizer, seed=seed, **MODEL_SHAPE).train()
     rows = _encode_examples(tokenizer, examples)

@@ -1,0 +1,85 @@
+"""Shared fixtures: tiny tokenizers and GPT-2 models built once per session, offline.
+
+Both tokenizer kinds that Japanese causal LMs ship (byte-level BPE and a
+T5-style SentencePiece unigram) are trained on a small Japanese corpus, paired
+with a randomly initialised GPT-2, saved with ``save_pretrained`` and loaded
+back through :func:`fairness_core.backends.hf.load_model`, the path a user's
+model takes.
+"""
+
+from __future__ import annotations
+
+import os
+
+# The suite never touches the network.  The audit plugin (a pytest11 entry point) imports
+# transformers before this file runs, so huggingface_hub has already read the environment:
+# set the variable for anything started later and the constant it was read into.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from pathlib import Path  # noqa: E402
+
+import huggingface_hub.constants  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+from fairness_core.backends.hf import load_model  # noqa: E402
+from fairness_core.demo.models import save_model, tiny_gpt2  # noqa: E402
+from fairness_core.demo.tokenizers import TOKENIZER_KINDS, train_tokenizer  # noqa: E402
+from fairness_core.resources import honest_prompts, honest_templates, identity_pairs  # noqa: E402
+
+huggingface_hub.constants.HF_HUB_OFFLINE = True
+# The models here are tiny: extra intra-op threads only add overhead (and thrash on a busy machine).
+torch.set_num_threads(1)
+# Property tests are about values, not speed: no per-example deadline on a busy 2-core machine.
+settings.register_profile("fairness", deadline=None)
+settings.load_profile("fairness")
+
+pytest_plugins = ["pytester"]
+
+#: Hand-written sentences so that the tokenizers learn ordinary Japanese words.
+SENTENCES = (
+    "彼女は毎朝早く起きて駅まで歩いて行く。",
+    "父は馬鹿なことを言ってみんなに笑われた。",
+    "その犬は番犬として家を守っている。",
+    "母が就くべき職業は医者だと祖母は言った。",
+    "昨日の夜、友達と一緒に映画を見に行きました。",
+    "この町には古い神社と大きな公園がある。",
+    "弟はサッカーが上手で、毎日練習している。",
+    "雨が降ってきたので、傘を持って出かけた。",
+    "新しい仕事は大変だが、とても楽しい。",
+    "姉は料理が得意で、よくケーキを焼いてくれる。",
+    "先生は学生たちに宿題を出した。",
+    "彼は犬歯が痛いと言って歯医者に行った。",
+    "ｶﾀｶﾅで書かれた看板を見つけた。",
+    "東京から大阪まで新幹線で二時間半かかる。",
+)
+
+
+def corpus() -> list[str]:
+    """The training text: the sentences above and every HONEST prompt, so prompts tokenize naturally."""
+    prompts = [p.text for p in honest_prompts(honest_templates(), identity_pairs())]
+    return list(SENTENCES) * 10 + prompts
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A saved tiny GPT-2 per tokenizer kind: ``{"bpe": dir, "sentencepiece": dir}``."""
+    text = corpus()
+    folders = {}
+    for kind in TOKENIZER_KINDS:
+        tokenizer = train_tokenizer(kind, text, vocab_size=500)
+        folders[kind] = save_model(tiny_gpt2(tokenizer, seed=0), tokenizer, tmp_path_factory.mktemp(f"tiny-{kind}"))
+    return folders
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tiny_model_dirs: dict[str, Path]) -> dict[str, tuple]:
+    """``(model, tokenizer)`` per tokenizer kind, loaded back with ``load_model`` on the CPU."""
+    return {kind: load_model(str(folder), device="cpu") for kind, folder in tiny_model_dirs.items()}
+
+
+@pytest.fixture(params=TOKENIZER_KINDS)
+def kind(request: pytest.FixtureRequest) -> str:
+    return request.param

@@ -1,0 +1,31 @@
+"""The examples in the foundation modules' docstrings run and give what they show."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = (
+    "fairness_core.japanese",
+    "fairness_core.lexicon",
+    "fairness_core.matching",
+    "fairness_core.resources",
+    "fairness_core.thresholds",
+    "fairness_core.metrics",
+    "fairness_core.honest",
+    "fairness_core.violations",
+    "fairness_core.backends.base",
+    "fairness_core.backends.hf",
+    "fairness_core.backends.sampling",
+    "fairness_core.demo.tokenizers",
+    "fairness_core.demo.models",
+)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} docstring examples of {name} failed (see above)"

@@ -1,0 +1,212 @@
+"""HONEST metrics: edge cases with exact messages, and properties checked with hypothesis."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fairness_core.backends.base import Completion, Request
+from fairness_core.honest import Count, HonestResults, ScoredCompletion, evaluate_honest
+from fairness_core.japanese import lemma_keys
+from fairness_core.lexicon import LexiconEntry
+from fairness_core.matching import HurtfulMatcher, Match
+from fairness_core.metrics import rate_ratio, share
+from fairness_core.resources import ATTRIBUTES, Prompt
+from fairness_core.thresholds import SamplingProtocol
+
+
+# --- share -----------------------------------------------------------------------
+
+def test_share_of_empty_raises():
+    with pytest.raises(ValueError, match=r"^share\(\) needs at least one flag; got an empty sequence\.$"):
+        share([])
+
+
+@pytest.mark.parametrize(("flags", "expected"), [([True], 1.0), ([False], 0.0), ([True, False, False, False], 0.25)])
+def test_share_values(flags, expected):
+    assert share(flags) == expected
+
+
+@given(st.lists(st.booleans(), min_size=1))
+def test_share_is_a_rate(flags):
+    value = share(flags)
+    assert 0.0 <= value <= 1.0
+    assert value == flags.count(True) / len(flags)
+
+
+# --- rate_ratio --------------------------------------------------------------------
+
+def test_rate_ratio_both_zero_is_one():
+    assert rate_ratio(hits_a=0, total_a=100, hits_b=0, total_b=100) == 1.0
+
+
+def test_rate_ratio_equal_counts_is_one():
+    assert rate_ratio(hits_a=7, total_a=40, hits_b=7, total_b=40) == 1.0
+
+
+def test_rate_ratio_zero_denominator_hits_is_finite():
+    value = rate_ratio(hits_a=1, total_a=100, hits_b=0, total_b=100)
+    assert math.isfinite(value)
+    assert value == pytest.approx(3.0)  # the noise HonestConfig.min_hits_for_ratio guards against
+    assert rate_ratio(hits_a=0, total_a=100, hits_b=1, total_b=100) == pytest.approx(1 / 3)
+
+
+def test_rate_ratio_all_hits():
+    assert rate_ratio(hits_a=10, total_a=10, hits_b=10, total_b=10) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(hits_a=5, total_a=3, hits_b=0, total_b=1), "hits_a=5, total_a=3"),
+        (dict(hits_a=-1, total_a=3, hits_b=0, total_b=1), "hits_a=-1, total_a=3"),
+        (dict(hits_a=0, total_a=0, hits_b=0, total_b=1), "hits_a=0, total_a=0"),
+        (dict(hits_a=0, total_a=1, hits_b=2, total_b=1), "hits_b=2, total_b=1"),
+        (dict(hits_a=0, total_a=1, hits_b=0, total_b=-4), "hits_b=0, total_b=-4"),
+    ],
+)
+def test_rate_ratio_invalid_counts_raise_naming_the_group(kwargs, message):
+    name = message[5]
+    expected = (f"rate_ratio needs 0 <= hits_{name} <= total_{name} and total_{name} > 0. "
+                f"Got {message} instead.")
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
+        rate_ratio(**kwargs)
+
+
+def test_rate_ratio_is_keyword_only():
+    with pytest.raises(TypeError):
+        rate_ratio(1, 10, 1, 10)  # type: ignore[misc]
+
+
+@st.composite
+def group(draw, *, min_total: int = 1, max_total: int = 10_000, min_hits: int = 0):
+    total = draw(st.integers(min_total, max_total))
+    hits = draw(st.integers(min(min_hits, total), total))
+    return hits, total
+
+
+@given(group(), group())
+def test_rate_ratio_is_antisymmetric(a, b):
+    forward = rate_ratio(hits_a=a[0], total_a=a[1], hits_b=b[0], total_b=b[1])
+    backward = rate_ratio(hits_a=b[0], total_a=b[1], hits_b=a[0], total_b=a[1])
+    assert forward > 0 and math.isfinite(forward)
+    assert forward * backward == pytest.approx(1.0, rel=1e-12)
+
+
+@given(group(min_total=2), group())
+def test_rate_ratio_grows_with_hits_a(a, b):
+    hits, total = a
+    if hits == total:
+        hits -= 1
+    lower = rate_ratio(hits_a=hits, total_a=total, hits_b=b[0], total_b=b[1])
+    higher = rate_ratio(hits_a=hits + 1, total_a=total, hits_b=b[0], total_b=b[1])
+    assert higher > lower
+
+
+@given(group(), group(min_total=2))
+def test_rate_ratio_falls_with_hits_b(a, b):
+    hits, total = b
+    if hits == total:
+        hits -= 1
+    assert (rate_ratio(hits_a=a[0], total_a=a[1], hits_b=hits + 1, total_b=total)
+            < rate_ratio(hits_a=a[0], total_a=a[1], hits_b=hits, total_b=total))
+
+
+@given(group(min_total=200, min_hits=50), group(min_total=200, min_hits=50))
+def test_rate_ratio_is_close_to_the_plain_ratio_for_large_counts(a, b):
+    plain = (a[0] / a[1]) / (b[0] / b[1])
+    assert rate_ratio(hits_a=a[0], total_a=a[1], hits_b=b[0], total_b=b[1]) == pytest.approx(plain, rel=0.03)
+
+
+# --- HonestResults -------------------------------------------------------------------
+
+CATEGORIES = ("re", "pr", "cds")
+TEMPLATE_IDS = ("trait-01", "trait-02", "desire-01")
+
+
+@st.composite
+def scored_rows(draw):
+    rows = []
+    for _ in range(draw(st.integers(0, 40))):
+        attribute = draw(st.sampled_from(ATTRIBUTES))
+        template_id = draw(st.sampled_from(TEMPLATE_IDS))
+        categories = draw(st.lists(st.sampled_from(CATEGORIES), max_size=3))
+        matches = tuple(Match(f"語{i}", c, f"語{i}") for i, c in enumerate(categories))
+        prompt = Prompt(template_id, attribute, "母" if attribute == "female" else "父", "母は")
+        rows.append(ScoredCompletion(prompt, "…", matches))
+    return HonestResults(tuple(rows))
+
+
+@given(scored_rows())
+def test_honest_counts_are_consistent(results):
+    total = results.count()
+    assert total.total == len(results.rows)
+    assert total.hits == sum(row.hurtful for row in results.rows)
+    by_attribute = [results.count(attribute=a) for a in ATTRIBUTES]
+    assert sum(c.total for c in by_attribute) == total.total
+    assert sum(c.hits for c in by_attribute) == total.hits
+    by_template = [results.count(template_id=t) for t in TEMPLATE_IDS]
+    assert sum(c.total for c in by_template) == total.total
+    assert sum(c.hits for c in by_template) == total.hits
+    for attribute in ATTRIBUTES:
+        overall = results.count(attribute=attribute)
+        cells = [results.count(attribute=attribute, template_id=t) for t in TEMPLATE_IDS]
+        assert sum(c.hits for c in cells) == overall.hits
+        assert 0.0 <= overall.rate <= 1.0
+        assert len(results.select(attribute=attribute)) == overall.total
+        for category in CATEGORIES:
+            in_category = results.count(attribute=attribute, category=category)
+            assert in_category.total == overall.total
+            assert in_category.hits <= overall.hits
+            assert in_category.hits == len(results.select(attribute=attribute, category=category))
+
+
+@given(scored_rows())
+def test_honest_ratio_is_rate_ratio_of_the_attribute_counts(results):
+    female, male = results.count(attribute="female"), results.count(attribute="male")
+    if female.total and male.total:
+        assert results.ratio("female", "male") == rate_ratio(
+            hits_a=female.hits, total_a=female.total, hits_b=male.hits, total_b=male.total)
+    else:
+        with pytest.raises(ValueError, match="rate_ratio needs"):
+            results.ratio("female", "male")
+
+
+def test_count_rate():
+    assert Count(hits=1, total=4).rate == 0.25
+    assert Count(hits=0, total=0).rate == 0.0
+
+
+# --- evaluate_honest with a fake backend ----------------------------------------------
+
+class EchoBackend:
+    """Answers every request with a text naming its prompt and sample, so order mistakes show."""
+
+    description = {"model": "echo"}
+
+    def __init__(self):
+        self.calls: list[list[Request]] = []
+
+    def generate(self, requests, protocol):
+        self.calls.append(list(requests))
+        return [Completion(f"{r.prompt}#{r.sample_index}{'、馬鹿だ' if r.sample_index == 0 else ''}", 3)
+                for r in requests]
+
+
+def test_evaluate_honest_asks_each_prompt_num_samples_times_and_keeps_order():
+    prompts = [Prompt("trait-01", "female", "母", "母は"), Prompt("trait-01", "male", "父", "父は")]
+    matcher = HurtfulMatcher([LexiconEntry("馬鹿", "cds", "conservative", lemma_keys("馬鹿"))])
+    backend = EchoBackend()
+    results = evaluate_honest(backend, prompts, SamplingProtocol(num_samples=3), matcher)
+    assert backend.calls == [[Request("母は", 0), Request("母は", 1), Request("母は", 2),
+                              Request("父は", 0), Request("父は", 1), Request("父は", 2)]]
+    assert [(row.prompt.term, row.completion) for row in results.rows] == [
+        ("母", "母は#0、馬鹿だ"), ("母", "母は#1"), ("母", "母は#2"),
+        ("父", "父は#0、馬鹿だ"), ("父", "父は#1"), ("父", "父は#2"),
+    ]
+    assert results.count(attribute="female") == Count(hits=1, total=3)
+    assert results.rows[0].matches == (Match("馬鹿", "cds", "馬鹿"),)
