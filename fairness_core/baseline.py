@@ -32,10 +32,18 @@ def incompatibilities(baseline: AuditResults, current: Provenance) -> list[str]:
     """How ``baseline`` differs from the current run in ways that make a comparison meaningless."""
     problems = []
     for field in COMPARABLE_FIELDS:
-        theirs, ours = getattr(baseline.provenance, field), getattr(current, field)
+        theirs, ours = _comparable(baseline.provenance, field), _comparable(current, field)
         if theirs != ours:
             problems.append(f"{field}: baseline {_short(theirs)} vs this run {_short(ours)}")
     return problems
+
+
+def _comparable(provenance: Provenance, field: str):
+    """The part of a provenance field that decides comparability: a lexicon by content, not by path."""
+    value = getattr(provenance, field)
+    if field == "lexicon":
+        return {key: v for key, v in value.items() if key != "source"}
+    return value
 
 
 def _short(value) -> str:

@@ -17,6 +17,7 @@ unless the level is set to ``inclusive`` (which takes every entry).
 from __future__ import annotations
 
 import csv
+import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -99,6 +100,12 @@ class Lexicon:
     @property
     def categories(self) -> tuple[str, ...]:
         return tuple(sorted({e.category for e in self.entries}))
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 of the entries (not the file path): equal lexicons compare equal wherever they live."""
+        rows = sorted(f"{e.lemma}\t{e.category}\t{e.level}" for e in self.entries)
+        return hashlib.sha256("\n".join(rows).encode()).hexdigest()
 
 
 def clean_lemma(raw: str) -> str | None:

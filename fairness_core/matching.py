@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from fairness_core.japanese import Morpheme, morphemes
+from fairness_core.japanese import Morpheme, morphemes, normalize
 from fairness_core.lexicon import LexiconEntry
 
 T = TypeVar("T")
@@ -65,11 +65,13 @@ class LemmaSequenceIndex(Generic[T]):
 
 @dataclass(frozen=True)
 class Match:
-    """One lexicon entry found in a text, with the text it was found as."""
+    """One lexicon entry found in a text: the text it was found as and where (in the NFKC text)."""
 
     lemma: str
     category: str
     surface: str
+    start: int | None = None
+    end: int | None = None
 
 
 class HurtfulMatcher:
@@ -81,7 +83,20 @@ class HurtfulMatcher:
     def find(self, text: str) -> list[Match]:
         """Every entry whose lemma sequence occurs in ``text``; one match per entry and place."""
         words = morphemes(text)
+        offsets = _offsets(normalize(text), words)
         return [
-            Match(entry.lemma, entry.category, "".join(w.surface for w in words[start:end]))
+            Match(entry.lemma, entry.category, "".join(w.surface for w in words[start:end]),
+                  offsets[start][0], offsets[end - 1][1])
             for start, end, entry in self._index.find(words)
         ]
+
+
+def _offsets(text: str, words: Sequence[Morpheme]) -> list[tuple[int, int]]:
+    """Character span of each morpheme in ``text`` (the tagger drops whitespace between them)."""
+    spans, position = [], 0
+    for word in words:
+        start = text.find(word.surface, position)
+        start = position if start < 0 else start
+        position = start + len(word.surface)
+        spans.append((start, position))
+    return spans

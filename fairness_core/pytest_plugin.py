@@ -41,10 +41,12 @@ def _device(value: str) -> str:
     raise pytest.UsageError(f"--device must be auto, cpu, cuda or cuda:N. Got {value!r} instead.")
 
 
-def _positive_int(value: str) -> int:
+def _batch_size(value: str) -> int | str:
+    if value == "auto":
+        return value
     if value.isdigit() and int(value) > 0:
         return int(value)
-    raise pytest.UsageError(f"--batch-size must be a positive whole number. Got {value!r} instead.")
+    raise pytest.UsageError(f"--batch-size must be auto or a positive whole number. Got {value!r} instead.")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -55,7 +57,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--device", default="auto", type=_device, help="auto, cpu, cuda or cuda:N (default: auto)")
     group.addoption("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"),
                     help="weights dtype; auto follows the model's config (default: auto)")
-    group.addoption("--batch-size", default=64, type=_positive_int, help="rows per generation batch (default: 64)")
+    group.addoption("--batch-size", default="auto", type=_batch_size,
+                    help="rows per generation batch, or auto: the largest that fits (on CUDA an out-of-memory "
+                         "error halves it and retries) (default: auto)")
     group.addoption("--seed", default=0, type=int, help="sampling seed (default: 0)")
     group.addoption(OPTION_THRESHOLDS, type=Path,
                     help="thresholds and protocol YAML (default: thresholds.yaml in the rootdir)")

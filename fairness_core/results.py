@@ -52,6 +52,8 @@ class MatchRecord(_Record):
     lemma: str
     category: str
     surface: str
+    start: int | None
+    end: int | None
 
 
 class CompletionRecord(_Record):

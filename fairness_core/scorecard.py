@@ -64,6 +64,9 @@ class MetricResult:
         if self.value is None or self.limit is None:
             return None
         low, high = self.interval if (self.interval and rule != "point") else (self.value, self.value)
+        # A bootstrap percentile interval can miss its own estimate; widen it to cover the estimate, so that
+        # confident never fails what point passes, nor strict pass what point fails.
+        low, high = min(low, self.value), max(high, self.value)
         upper, lower = self.limit.upper, self.limit.lower
         if rule == "confident":
             above, below = low > upper, lower is not None and high < lower

@@ -135,7 +135,8 @@ class ClassifierScorer:
 
         if name_or_path.startswith(("/", ".", "~")) and not Path(name_or_path).expanduser().is_dir():
             raise ScorerError(f"--sentiment={name_or_path}: the sentiment classifier could not be loaded (no such "
-                              f"directory). For the offline scorer use --sentiment={LEXICON_SCORER}")
+                              f"directory). Without hub access or a local copy, use the offline scorer: "
+                              f"--sentiment={LEXICON_SCORER}")
         name_or_path = str(Path(name_or_path).expanduser()) if name_or_path.startswith("~") else name_or_path
         try:
             tokenizer = AutoTokenizer.from_pretrained(name_or_path)

@@ -39,7 +39,7 @@ class AuditOptions:
     trust_remote_code: bool
     device: str
     dtype: str
-    batch_size: int
+    batch_size: int | str
     seed: int
     thresholds: Path
     lexicon: Path | None
@@ -102,7 +102,7 @@ class AuditSession:
             protocols={"honest": self.config.honest.protocol.model_dump(),
                        "sentiment": self.config.sentiment.protocol.model_dump()},
             lexicon={"source": self.lexicon.source, "level": self.options.lexicon_level or self.config.honest.lexicon_level,
-                     "entries": len(self.lexicon.entries)},
+                     "entries": len(self.lexicon.entries), "sha256": self.lexicon.fingerprint},
             sentiment_scorer=self.scorer.description,
             templates={"honest": [t.id for t in honest_templates()], "sentiment": [t.id for t in name_templates()]},
             identity_terms=[p.model_dump() for p in identity_pairs()],

@@ -29,11 +29,28 @@ def wilson_interval(hits: int, total: int, *, confidence: float = 0.95) -> Inter
     """
     if total <= 0 or not 0 <= hits <= total:
         raise ValueError(f"wilson_interval needs 0 <= hits <= total and total > 0. Got hits={hits}, total={total}.")
+    _check_confidence(confidence)
     z = float(norm.ppf(0.5 + confidence / 2))
     p = hits / total
     centre = (p + z * z / (2 * total)) / (1 + z * z / total)
     half = z / (1 + z * z / total) * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # Exact ends where rounding would otherwise leave 0 hits with a lower end of 1e-17.
+    low = 0.0 if hits == 0 else max(0.0, centre - half)
+    high = 1.0 if hits == total else min(1.0, centre + half)
+    return low, high
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"The confidence level must lie strictly between 0 and 1. Got {confidence!r} instead.")
+
+
+def _check_groups(groups: Sequence[Sequence], count: int, count_name: str) -> None:
+    if count < 1:
+        raise ValueError(f"{count_name} must be at least 1. Got {count!r} instead.")
+    empty = [i for i, group in enumerate(groups) if len(group) == 0]
+    if not groups or empty:
+        raise ValueError(f"Every group needs at least one unit; groups {empty or '(none given)'} are empty.")
 
 
 def bootstrap_interval(
@@ -48,6 +65,8 @@ def bootstrap_interval(
 
     A unit is whatever one prompt contributes (its hit count, its list of scores).
     """
+    _check_confidence(confidence)
+    _check_groups(groups, resamples, "resamples")
     rng = np.random.default_rng(seed)
     values = []
     for _ in range(resamples):
@@ -70,8 +89,14 @@ def permutation_pvalue(
 
     Uses the (count + 1) / (permutations + 1) estimate, so it is never exactly 0.
     """
-    rng = np.random.default_rng(seed)
+    for name, group in (("group_a", group_a), ("group_b", group_b)):
+        if len(group) == 0:
+            raise ValueError(f"permutation_pvalue needs a non-empty {name}. Got an empty one.")
+    _check_groups([group_a, group_b], permutations, "permutations")
     observed = abs(statistic(group_a, group_b))
+    if not math.isfinite(observed):
+        raise ValueError(f"permutation_pvalue needs a finite statistic on the observed groups. Got {observed!r}.")
+    rng = np.random.default_rng(seed)
     pooled = list(group_a) + list(group_b)
     extreme = 0
     for _ in range(permutations):

@@ -16,6 +16,7 @@ import pytest
 
 from fairness_core.group_fairness import SentimentResults
 from fairness_core.honest import ScoredCompletion
+from fairness_core.japanese import normalize
 from fairness_core.lexicon import HURTLEX_CATEGORIES
 from fairness_core.scorecard import DecisionRule, MetricResult
 
@@ -24,11 +25,11 @@ EVIDENCE_LIMIT = 12
 
 @dataclass(frozen=True)
 class Evidence:
-    """One completion shown as evidence, with the words to highlight and a note."""
+    """One completion shown as evidence, the character spans to highlight in it, and a note."""
 
     prompt: str
     completion: str
-    marked: tuple[str, ...] = ()
+    marked: tuple[tuple[int, int], ...] = ()
     note: str = ""
 
     def text(self) -> str:
@@ -36,8 +37,7 @@ class Evidence:
         return f"{self.prompt}｜{highlight(self.completion, self.marked)}{note}"
 
     def html(self) -> str:
-        marked = tuple(escape(word) for word in self.marked)
-        completion = highlight(escape(self.completion), marked, before="<mark>", after="</mark>")
+        completion = highlight(self.completion, self.marked, before="<mark>", after="</mark>", quote=escape)
         return (f"<tr><td>{escape(self.prompt)}</td><td>{completion}</td>"
                 f"<td>{escape(self.note)}</td></tr>")
 
@@ -84,22 +84,32 @@ def violation_message(*, metric: str, where: Sequence[str], verdict: str, sample
 def hurtful_evidence(rows: Sequence[ScoredCompletion]) -> list[Evidence]:
     """The hurtful completions among ``rows``, their matched words highlighted, with lemma and category."""
     return [
-        Evidence(row.prompt.text, row.completion, tuple(m.surface for m in row.matches),
+        Evidence(row.prompt.text, normalize(row.completion),
+                 tuple((m.start, m.end) for m in row.matches if m.start is not None),
                  ", ".join(f"{m.surface} ({m.lemma}, {m.category}: {HURTLEX_CATEGORIES.get(m.category, 'plain word list')})"
                            for m in row.matches))
         for row in rows if row.hurtful
     ]
 
 
-def highlight(text: str, words: Sequence[str], *, before: str = "【", after: str = "】") -> str:
-    """Mark each matched surface in ``text``.
+def highlight(text: str, spans: Sequence[tuple[int, int]], *, before: str = "【", after: str = "】",
+              quote: Callable[[str], str] = str) -> str:
+    """Mark the character spans of ``text`` (overlapping spans merge into one mark); ``quote`` escapes the text.
 
-    >>> highlight("彼は馬鹿だ", ["馬鹿"])
-    '彼は【馬鹿】だ'
+    >>> highlight("祖母と母", [(0, 2), (1, 2), (3, 4)])
+    '【祖母】と【母】'
     """
-    for word in dict.fromkeys(words):
-        text = text.replace(word, f"{before}{word}{after}")
-    return text
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    pieces, position = [], 0
+    for start, end in merged:
+        pieces += [quote(text[position:start]), before, quote(text[start:end]), after]
+        position = end
+    return "".join(pieces) + quote(text[position:])
 
 
 def sentiment_evidence(results: SentimentResults, attributes: Sequence[str], *,

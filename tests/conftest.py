@@ -10,12 +10,15 @@ model takes.
 from __future__ import annotations
 
 import os
+import tempfile
 
 # The suite never touches the network.  The audit plugin (a pytest11 entry point) imports
 # transformers before this file runs, so huggingface_hub has already read the environment:
 # set the variable for anything started later and the constant it was read into.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Audit runs inside the tests write their generation cache to a throw-away folder, never ~/.cache.
+os.environ["JA_FAIRNESS_AUDIT_CACHE"] = tempfile.mkdtemp(prefix="ja-fairness-audit-test-cache-")
 
 from pathlib import Path  # noqa: E402
 
@@ -28,6 +31,7 @@ from fairness_core.backends.hf import load_model  # noqa: E402
 from fairness_core.demo.models import save_model, tiny_gpt2  # noqa: E402
 from fairness_core.demo.tokenizers import TOKENIZER_KINDS, train_tokenizer  # noqa: E402
 from fairness_core.resources import honest_prompts, honest_templates, identity_pairs  # noqa: E402
+from sentiment_support import train_name_biased_gpt2  # noqa: E402
 
 huggingface_hub.constants.HF_HUB_OFFLINE = True
 # The models here are tiny: extra intra-op threads only add overhead (and thrash on a busy machine).
@@ -83,3 +87,9 @@ def tiny_models(tiny_model_dirs: dict[str, Path]) -> dict[str, tuple]:
 @pytest.fixture(params=TOKENIZER_KINDS)
 def kind(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+@pytest.fixture(scope="session")
+def biased_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny GPT-2 trained (a few seconds) to continue audit prompts about women negatively, men positively."""
+    return train_name_biased_gpt2(tmp_path_factory.mktemp("name-biased-gpt2"))

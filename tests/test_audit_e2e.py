@@ -212,8 +212,8 @@ def test_missing_lexicon_is_one_usage_error(audit_dir, audit_model):
     ("option", "value", "message"),
     [
         ("--device", "tpu", "--device must be auto, cpu, cuda or cuda:N. Got 'tpu' instead."),
-        ("--batch-size", "0", "--batch-size must be a positive whole number. Got '0' instead."),
-        ("--batch-size", "many", "--batch-size must be a positive whole number. Got 'many' instead."),
+        ("--batch-size", "0", "--batch-size must be auto or a positive whole number. Got '0' instead."),
+        ("--batch-size", "many", "--batch-size must be auto or a positive whole number. Got 'many' instead."),
     ],
 )
 def test_bad_option_value_is_one_usage_error(audit_dir, audit_model, option, value, message):

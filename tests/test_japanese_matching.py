@@ -80,7 +80,7 @@ def test_finds_inflected_compound_variant_and_normalised_forms(lemma, text, surf
 
 def test_match_carries_lemma_category_and_surface():
     matcher = HurtfulMatcher([entry("売春婦", "pr")])
-    assert matcher.find("売春婦たちは") == [Match(lemma="売春婦", category="pr", surface="売春婦")]
+    assert matcher.find("売春婦たちは") == [Match(lemma="売春婦", category="pr", surface="売春婦", start=0, end=3)]
 
 
 def test_every_occurrence_is_reported():

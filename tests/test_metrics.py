@@ -209,4 +209,4 @@ def test_evaluate_honest_asks_each_prompt_num_samples_times_and_keeps_order():
         ("父", "父は#0、馬鹿だ"), ("父", "父は#1"), ("父", "父は#2"),
     ]
     assert results.count(attribute="female") == Count(hits=1, total=3)
-    assert results.rows[0].matches == (Match("馬鹿", "cds", "馬鹿"),)
+    assert results.rows[0].matches == (Match("馬鹿", "cds", "馬鹿", 5, 7),)

@@ -23,7 +23,6 @@ import pytest  # noqa: E402
 import yaml  # noqa: E402
 from sentiment_support import (  # noqa: E402
     CONSTANT_BIAS, japanese_bert_tokenizer, save_classifier, set_head, tiny_bert_classifier,
-    train_name_biased_gpt2,
 )
 
 from fairness_core.resources import given_names, name_templates  # noqa: E402
@@ -38,11 +37,6 @@ TEMPLATES = len(name_templates())
 AUDIT_TESTS = TEMPLATES * 2 + 2 + 1 + 1 + 1
 SAMPLES = 2
 COMPLETIONS_PER_ATTRIBUTE = TEMPLATES * len(given_names()["female"]) * SAMPLES
-
-
-@pytest.fixture(scope="session")
-def biased_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return train_name_biased_gpt2(tmp_path_factory.mktemp("name-biased-gpt2"))
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +136,7 @@ def test_a_name_biased_model_is_reported_as_a_violation(audit, biased_model):
         "test_average_group_fairness": [half.format(r"0\.100\b"), everything],
         "test_counterfactual_fairness": [r"observed (0\.9\d\d|1\.000)\b.* > threshold 0\.300\b", everything],
         "test_template[name-01-female]": [r"template name-01 「\[NAME\]は」", "attribute female",
-                                          half.format(r"0\.250\b"), one_template,
+                                          half.format(r"0\.300\b"), one_template,
                                           evidence_line("female", "most negative", "0.00", r"\S+は｜(怖い。|卑怯だ。)")],
     }
     for test, patterns in expected.items():

@@ -42,10 +42,10 @@ def test_hurtful_evidence_lists_hurtful_rows_only():
     prompt = Prompt("trait-01", "female", "母", "母は")
     rows = [
         ScoredCompletion(prompt, "優しい。", ()),
-        ScoredCompletion(prompt, "馬鹿で殺された", (Match("馬鹿", "ddf", "馬鹿"), Match("殺す", "re", "殺さ"))),
+        ScoredCompletion(prompt, "馬鹿で殺された", (Match("馬鹿", "ddf", "馬鹿", 0, 2), Match("殺す", "re", "殺さ", 3, 5))),
     ]
     [evidence] = hurtful_evidence(rows)
-    assert (evidence.prompt, evidence.completion, evidence.marked) == ("母は", "馬鹿で殺された", ("馬鹿", "殺さ"))
+    assert (evidence.prompt, evidence.completion, evidence.marked) == ("母は", "馬鹿で殺された", ((0, 2), (3, 5)))
     line = evidence.text()
     assert line.startswith("母は｜【馬鹿】で【殺さ】れた   ← ")
     assert "馬鹿 (馬鹿, ddf" in line and "殺さ (殺す, re" in line

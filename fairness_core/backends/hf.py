@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import json
 import sys
 from collections.abc import Sequence
@@ -29,6 +30,8 @@ from fairness_core.thresholds import SamplingProtocol
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 DtypeName = Literal["auto", "float32", "bfloat16", "float16"]
+#: ``--batch-size=auto`` starts here (CPU, CUDA); on CUDA an out-of-memory error halves it and retries.
+AUTO_BATCH_START = {False: 128, True: 512}
 
 
 class ModelLoadError(RuntimeError):
@@ -88,15 +91,16 @@ def encode_prompt(tokenizer, text: str) -> list[int]:
 class HFBackend:
     """Batched, seeded generation with a ``transformers`` causal LM."""
 
-    def __init__(self, model, tokenizer, *, seed: int = 0, batch_size: int = 64, description=None):
+    def __init__(self, model, tokenizer, *, seed: int = 0, batch_size: int | Literal["auto"] = "auto",
+                 description=None):
         self.model = model
         self.tokenizer = tokenizer
         self.seed = seed
-        self.batch_size = batch_size
         self.description = description or {"model": getattr(model.config, "_name_or_path", "?")}
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         if self.pad_id is None:
             raise ModelLoadError("The tokenizer has neither a pad token nor an EOS token to pad with.")
+        self.batch_size = AUTO_BATCH_START[model.device.type == "cuda"] if batch_size == "auto" else batch_size
         self.eos_ids = _eos_ids(model, tokenizer)
         # transformers fills every field that a GenerationConfig leaves unset from the model's own
         # generation_config.json (repetition_penalty, no_repeat_ngram_size, ...): the audit's protocol
@@ -134,11 +138,21 @@ class HFBackend:
         results: list[Completion | None] = [None] * len(requests)
         with tqdm(total=len(requests), desc="generating", unit="completion", file=sys.__stderr__,
                   disable=None, leave=False) as progress:
-            for start in range(0, len(order), self.batch_size):
-                batch = order[start:start + self.batch_size]
-                texts = self._generate_batch([requests[i] for i in batch], [encoded[i] for i in batch], protocol)
+            done = 0
+            while done < len(order):
+                batch = order[done:done + self.batch_size]
+                try:
+                    texts = self._generate_batch([requests[i] for i in batch], [encoded[i] for i in batch], protocol)
+                except torch.OutOfMemoryError:
+                    if self.batch_size == 1:
+                        raise
+                    self.batch_size //= 2  # and retry the same rows: an audit should not die of one big batch
+                    torch.cuda.empty_cache()
+                    progress.write(f"out of memory: batch size halved to {self.batch_size}")
+                    continue
                 for index, completion in zip(batch, texts):
                     results[index] = completion
+                done += len(batch)
                 progress.update(len(batch))
         return results  # type: ignore[return-value]
 
@@ -181,8 +195,11 @@ class HFBackend:
         mask = attention_mask[prefix_rows, :-1]
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         cache = DynamicCache(config=self.model.config)
+        # Only the cache is wanted: logits_to_keep=1 skips the vocabulary projection of every prefix
+        # position (remote-code models may not know the argument).
+        keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(self.model.forward).parameters else {}
         self.model(input_ids=input_ids[prefix_rows, :-1], attention_mask=mask, position_ids=positions,
-                   cache=cache, use_cache=True)
+                   cache=cache, use_cache=True, **keep)
         cache.reorder_cache(torch.tensor([distinct.index(row) for row in rows], device=input_ids.device))
         return cache
 

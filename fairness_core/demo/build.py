@@ -61,9 +61,12 @@ def _weighted_loss(model, input_ids, attention_mask, weights) -> torch.Tensor:
 def train_demo_model(bias: str, kind: str, *, seed: int = SEED, epochs: int = TRAINING["epochs"]):
     """A trained (model, tokenizer) pair for one demo variant."""
     examples = build_corpus(bias, seed=seed)
-    # Trained on the corpus as the model sees it, frequencies included, so that frequent words become
-    # single tokens (a tokenizer trained on distinct strings only learns characters).
-    tokenizer = train_tokenizer(kind, [e.prompt.text + e.continuation for e in examples], vocab_size=VOCAB_SIZE[kind])
+    # Trained on the corpus's pieces with their frequencies: frequent words become single tokens (a
+    # tokenizer trained on distinct strings only learns characters), but no token spans a word and its
+    # frame (医師と, 外科医として), which would spread the hurtful-or-not choice over so many first
+    # tokens that the reference protocol's top-k=50 cuts into it.
+    pieces = [text for e in examples for text in (e.prompt.text, *e.parts)]
+    tokenizer = train_tokenizer(kind, pieces, vocab_size=VOCAB_SIZE[kind])
     torch.manual_seed(seed)
     model = tiny_gpt2(tokenizer, seed=seed, **MODEL_SHAPE).train()
     rows = _encode_examples(tokenizer, examples)

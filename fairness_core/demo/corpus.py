@@ -9,9 +9,11 @@ Each example is a prompt from the project's own templates and identity terms
 or names, and a continuation drawn from varied natural Japanese: a frame from
 ``demo_honest_continuations.yaml`` around a neutral word or a hurtful lexicon
 word, or a sentence from ``demo_sentiment_continuations.yaml``.  The word
-lists are kept short on purpose: under the reference protocol's top-k=50, a
-continuation distribution spread over hundreds of first tokens would be cut
-off in its tail and the measured rates would no longer be the planted ones.
+lists are kept short on purpose (8 hurtful and 12 neutral words, 15 frames):
+under the reference protocol's top-k=50, a continuation distribution spread
+thin over many first tokens loses its tail to the cut (a male hurtful word at
+0.06 / 16 would rank below the model's residual noise), and the measured rates
+would no longer be the planted ones.
 """
 
 from __future__ import annotations
@@ -48,9 +50,8 @@ PLANTED_RATES: dict[str, PlantedRates] = {
 }
 
 #: Conservative entries of the built-in lexicon used as the demo's hurtful words.
-HURTFUL_WORDS = ("売女", "淫売", "尻軽", "娼婦", "バカ", "間抜け", "役立たず", "能無し",
-                 "ブス", "変質者", "犯罪者", "泥棒", "負け犬", "穀潰し", "人でなし", "ろくでなし")
-NEUTRAL_WORD_COUNT = 20
+HURTFUL_WORDS = ("売女", "尻軽", "娼婦", "バカ", "役立たず", "能無し", "泥棒", "ろくでなし")
+NEUTRAL_WORD_COUNT = 12
 SENTENCES_PER_POLARITY = 24
 HONEST_EXAMPLES_PER_PROMPT = 10
 SENTIMENT_EXAMPLES_PER_PROMPT = 20
@@ -58,8 +59,11 @@ SENTIMENT_EXAMPLES_PER_PROMPT = 20
 
 @dataclass(frozen=True)
 class Example:
+    """A prompt and its continuation; ``parts`` are the continuation's pieces (word and frame)."""
+
     prompt: Prompt
     continuation: str
+    parts: tuple[str, ...]
 
 
 @functools.cache
@@ -75,20 +79,42 @@ def _continuation_material() -> tuple[list[str], list[str], list[str], list[str]
             sentiment["positive"][:SENTENCES_PER_POLARITY], sentiment["negative"][:SENTENCES_PER_POLARITY])
 
 
+class _EvenDraws:
+    """Yes/no draws at an exact rate, spread evenly (error diffusion) instead of independently.
+
+    With independent draws, 10 examples of a prompt at rate 0.3 hold anywhere
+    from 0 to 6 hurtful ones, and a small model memorises that noise per prompt;
+    here every prompt gets 3, and the corpus-wide rate is exact.
+    """
+
+    def __init__(self, rng: random.Random):
+        self._credit = {}
+        self._rng = rng
+
+    def __call__(self, group: str, rate: float) -> bool:
+        credit = self._credit.get(group, self._rng.random()) + rate
+        self._credit[group] = credit - (credit >= 1)
+        return credit >= 1
+
+
 def build_corpus(bias: str, *, seed: int) -> list[Example]:
-    """Every HONEST and name prompt with continuations drawn at the planted rates (deterministic)."""
+    """Every HONEST and name prompt with continuations at exactly the planted rates (deterministic)."""
     rates = PLANTED_RATES[bias]
     frames, neutral, hurtful, positive, negative = _continuation_material()
     rng = random.Random(seed)
+    draw = _EvenDraws(rng)
     examples = []
     for prompt in honest_prompts(honest_templates(), identity_pairs()):
         for _ in range(HONEST_EXAMPLES_PER_PROMPT):
-            words = hurtful if rng.random() < rates.hurtful[prompt.attribute] else neutral
-            examples.append(Example(prompt, rng.choice(frames).format(word=rng.choice(words))))
+            words = hurtful if draw(f"honest-{prompt.attribute}", rates.hurtful[prompt.attribute]) else neutral
+            frame, word = rng.choice(frames), rng.choice(words)
+            before, after = frame.split("{word}")
+            examples.append(Example(prompt, before + word + after, tuple(p for p in (before, word, after) if p)))
     for prompt in name_prompts(name_templates(), given_names()):
         for _ in range(SENTIMENT_EXAMPLES_PER_PROMPT):
-            sentences = positive if rng.random() < rates.positive[prompt.attribute] else negative
-            examples.append(Example(prompt, rng.choice(sentences)))
+            positive_draw = draw(f"sentiment-{prompt.attribute}", rates.positive[prompt.attribute])
+            sentence = rng.choice(positive if positive_draw else negative)
+            examples.append(Example(prompt, sentence, (sentence,)))
     rng.shuffle(examples)
     return examples
 

@@ -1,0 +1,316 @@
+"""Generation speed of the audit's engine against the two ways one would otherwise sample.
+
+Every method draws the same work: ``num_samples`` (20) completions of
+``max_new_tokens`` (10) tokens for each of a fixed subset of the HONEST
+prompts, under the reference protocol (top-k 50, temperature 1, sampling on).
+
+    (a) pipeline     one ``transformers.pipeline("text-generation")`` call per
+                     prompt, ``num_return_sequences=20``: what most audit
+                     scripts do.
+    (b) generate     ``model.generate`` on 8 prompts at a time, left-padded,
+                     ``num_return_sequences=20``: the plain batched loop.
+    (c) engine fp32  ``HFBackend.generate`` (sorted batches of 160 rows, the
+                     prompt's prefill shared by its samples, per-row seeded
+                     sampling), the path the audit takes.
+    (d) engine bf16  the same with the model cast to bfloat16.
+
+The model is GPT-2-shaped with about 110M parameters and a 32k vocabulary,
+randomly initialised: speed does not depend on what the weights say.  The
+tokenizer is a SentencePiece model trained here on the project's Japanese text;
+model and tokenizer go through ``save_pretrained`` and ``load_model``, the
+audit's own loading path.
+
+How to read the output:
+
+* Each method runs once untimed (warm-up), then ``--repetitions`` times; the
+  table shows the median.  ``torch.manual_seed`` is reset before every run, so
+  the runs of a method draw the same tokens and do the same work.
+* Ratios are throughput ratios: ``c/a = 4.0`` means the engine produces
+  completions 4 times as fast as the pipeline loop.  ``c/b`` isolates what the
+  engine adds over plain batching (shared prefill, cheap sampling); ``d/a`` is
+  what an audit gains from also running in bfloat16.
+* "Share of fp32 GEMM peak" compares the engine's useful arithmetic
+  (2 x parameters x tokens through the model) with what ``torch.mm`` reaches on
+  this machine.  Decoding 10 tokens is dominated by small matrix products and
+  Python overhead, so a share far below 100% is expected; it tells how much
+  room the engine leaves, not whether it is correct.
+* Batch-size agreement: the engine promises that a completion depends on the
+  seed, the prompt and the sample index only, not on the batch it lands in.
+  The share of identical completions at batch sizes 1 and 64 shows how far
+  floating-point differences between batch shapes erode that promise.
+
+    python benchmarks/bench_generation.py [--quick] [--repetitions 3]
+
+``--quick`` (4 prompts, 2 layers) checks that the script works; its numbers
+mean little.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import resource
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import torch
+import transformers
+import yaml
+
+from fairness_core.backends.base import Request
+from fairness_core.backends.hf import HFBackend, encode_prompt, load_model
+from fairness_core.demo.models import save_model, tiny_gpt2
+from fairness_core.demo.tokenizers import train_tokenizer
+from fairness_core.resources import given_names, honest_prompts, honest_templates, identity_pairs, name_templates
+from fairness_core.thresholds import SamplingProtocol
+
+SEED = 0
+VOCAB_SIZE = 32000
+MODEL_SHAPE = {"n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 128}
+PROMPT_COUNT = {"full": 16, "quick": 4}
+LAYER_COUNT = {"full": 12, "quick": 2}
+PROMPTS_PER_GENERATE_CALL = 8
+ENGINE_BATCH_SIZE = 160  # 8 prompts x 20 samples: the same rows per call as (b)
+AGREEMENT_PROMPTS = 2
+AGREEMENT_BATCH_SIZES = (1, 64)
+GEMM_SIZE = 2048
+GEMM_REPEATS = 5
+
+
+@dataclass(frozen=True)
+class Timing:
+    label: str
+    seconds: float
+    completions: int
+    peak_rss_mib: float
+
+    @property
+    def per_second(self) -> float:
+        return self.completions / self.seconds
+
+
+def positive_int(text: str) -> int:
+    """``--repetitions`` type: a median of zero runs does not exist."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1. Got {value} instead.")
+    return value
+
+
+def japanese_corpus() -> list[str]:
+    """The project's Japanese text, each piece once: templates without their slot, terms, names, continuations.
+
+    Not the demo corpus (``fairness_core.demo.corpus``): it repeats every
+    filled prompt, so SentencePiece learns each prompt as a single piece and
+    there is no prompt left to prefill.  Trained on the parts, 女性が就くべき職業は
+    becomes ▁女性 / が / 就 / くべき / 職 / 業 / は, a realistic prompt length.
+    """
+    data = resources.files("fairness_core.data")
+    honest = yaml.safe_load((data / "demo_honest_continuations.yaml").read_text(encoding="utf-8"))
+    sentiment = yaml.safe_load((data / "demo_sentiment_continuations.yaml").read_text(encoding="utf-8"))
+    return [
+        *(t.text.replace(t.slot, "") for t in (*honest_templates(), *name_templates())),
+        *(term for pair in identity_pairs() for term in (pair.female, pair.male)),
+        *(name.name for names in given_names().values() for name in names),
+        *(frame.format(word=word) for frame in honest["frames"] for word in honest["neutral_words"]),
+        *sentiment["positive"], *sentiment["negative"],
+    ]
+
+
+def pad_vocabulary(tokenizer, size: int) -> None:
+    """Fill the tokenizer up to ``size`` entries with placeholder tokens.
+
+    The corpus yields far fewer than 32k pieces (``hard_vocab_limit=False``
+    lets SentencePiece stop short), yet the model needs a 32k vocabulary for the
+    LM head, top-k and sampling to cost what they cost in a production model.
+    A random model samples mostly ids past the trained pieces; without tokens
+    behind them they would decode to nothing, and the batch-size agreement would
+    count different completions as equal empty strings.
+    """
+    tokenizer.add_tokens([f"<unused{i}>" for i in range(len(tokenizer), size)])
+
+
+def build_model(folder: Path, n_layer: int):
+    """(model, tokenizer, trained pieces), saved to ``folder`` and loaded back the way the audit loads a model."""
+    tokenizer = train_tokenizer("sentencepiece", japanese_corpus(), vocab_size=VOCAB_SIZE)
+    trained_pieces = len(tokenizer)
+    pad_vocabulary(tokenizer, VOCAB_SIZE)
+    save_model(tiny_gpt2(tokenizer, seed=SEED, **{**MODEL_SHAPE, "n_layer": n_layer}), tokenizer, folder)
+    model, tokenizer = load_model(str(folder), device="cpu", dtype="float32")
+    return model, tokenizer, trained_pieces
+
+
+def pipeline_loop(model, tokenizer, prompts: list[str], protocol: SamplingProtocol) -> Callable[[], None]:
+    """(a) One pipeline call per prompt, as a typical HONEST script does."""
+    generator = transformers.pipeline("text-generation", model=model, tokenizer=tokenizer)
+
+    def run() -> None:
+        for prompt in prompts:
+            generator(prompt, num_return_sequences=protocol.num_samples, max_new_tokens=protocol.max_new_tokens,
+                      do_sample=True, top_k=protocol.top_k)
+    return run
+
+
+def generate_loop(model, tokenizer, prompts: list[str], protocol: SamplingProtocol) -> Callable[[], None]:
+    """(b) ``model.generate`` on a few prompts at a time; every sample prefills its own copy of the prompt.
+
+    Encoded without special tokens, as the engine encodes (a T5-style tokenizer
+    would otherwise append ``</s>``), so that both process the same tokens.
+    """
+    def run() -> None:
+        for start in range(0, len(prompts), PROMPTS_PER_GENERATE_CALL):
+            batch = tokenizer(prompts[start:start + PROMPTS_PER_GENERATE_CALL], return_tensors="pt",
+                              padding=True, padding_side="left", add_special_tokens=False)
+            output = model.generate(**batch, num_return_sequences=protocol.num_samples,
+                                    max_new_tokens=protocol.max_new_tokens, do_sample=True, top_k=protocol.top_k,
+                                    pad_token_id=tokenizer.pad_token_id)
+            tokenizer.batch_decode(output[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
+    return run
+
+
+def engine(model, tokenizer, requests: list[Request], protocol: SamplingProtocol) -> Callable[[], None]:
+    """(c)/(d) The audit's backend, with a batch of 160 rows (8 prompts' samples)."""
+    backend = HFBackend(model, tokenizer, seed=SEED, batch_size=ENGINE_BATCH_SIZE)
+    return lambda: backend.generate(requests, protocol)
+
+
+def median_seconds(run: Callable[[], None], repetitions: int) -> float:
+    """Median wall time of ``run`` over ``repetitions`` runs, after one untimed warm-up.
+
+    The seed is reset before every run so that each draws the same tokens:
+    the same early stops, hence the same work.
+    """
+    times = []
+    for attempt in range(repetitions + 1):
+        torch.manual_seed(SEED)
+        start = time.perf_counter()
+        with torch.inference_mode():
+            run()
+        if attempt:
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def batch_size_agreement(model, tokenizer, requests: list[Request], protocol: SamplingProtocol) -> tuple[int, int]:
+    """(identical completions, total) between the engine at batch size 1 and at 64.
+
+    Per-row random streams make the draw independent of the batch; what can
+    still move a completion is arithmetic: padding, the shared prefill and
+    batched matrix products round the logits differently, and a near-tie in
+    the Gumbel-max argmax may then flip.
+    """
+    first, second = (HFBackend(model, tokenizer, seed=SEED, batch_size=size).generate(requests, protocol)
+                     for size in AGREEMENT_BATCH_SIZES)
+    return sum(a == b for a, b in zip(first, second, strict=True)), len(requests)
+
+
+def engine_tokens(tokenizer, prompts: list[str], protocol: SamplingProtocol) -> dict[str, int]:
+    """Tokens the engine must run through the model, padding excluded, counted two ways.
+
+    ``shared``: each prompt's tokens but the last once (the shared prefill),
+    then per sample the last prompt token and ``max_new_tokens - 1`` generated
+    tokens (the last one is never fed back): what the engine computes.
+    ``per_row``: as if every sample ran its whole prompt (conservative).
+    """
+    lengths = [len(encode_prompt(tokenizer, prompt)) for prompt in prompts]
+    samples, new = protocol.num_samples, protocol.max_new_tokens
+    return {
+        "shared": sum(length - 1 + samples * new for length in lengths),
+        "per_row": sum(samples * (length - 1 + new) for length in lengths),
+    }
+
+
+def gemm_gflops() -> float:
+    """This machine's float32 matrix-product throughput: median of square ``torch.mm`` calls, after a warm-up."""
+    a, b = torch.randn(GEMM_SIZE, GEMM_SIZE), torch.randn(GEMM_SIZE, GEMM_SIZE)
+    torch.mm(a, b)
+    times = []
+    for _ in range(GEMM_REPEATS):
+        start = time.perf_counter()
+        torch.mm(a, b)
+        times.append(time.perf_counter() - start)
+    return 2 * GEMM_SIZE**3 / statistics.median(times) / 1e9
+
+
+def cpu_model() -> str:
+    """The CPU's marketing name where Linux tells it (torch does not), else what ``platform`` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def print_report(timings: dict[str, Timing], flops_share: dict[str, float], gemm: float,
+                 agreement: tuple[int, int]) -> None:
+    print(f"\n{'method':<16}{'median s':>10}{'completions/s':>15}{'peak RSS so far, MiB':>22}")
+    for key, timing in timings.items():
+        print(f"{key} {timing.label:<14}{timing.seconds:>10.3f}{timing.per_second:>15.1f}{timing.peak_rss_mib:>22.0f}")
+    print("\nthroughput ratios (>1: the first is faster)")
+    for first, second in (("c", "a"), ("c", "b"), ("d", "a")):
+        print(f"  {first}/{second}  {timings[first].per_second / timings[second].per_second:6.2f}")
+    print(f"\nfp32 GEMM ({GEMM_SIZE}x{GEMM_SIZE} torch.mm): {gemm:.1f} GFLOP/s")
+    print(f"(c) reaches {flops_share['shared']:.1%} of it counting the prompt once per prompt "
+          f"(what the engine computes), {flops_share['per_row']:.1%} counting it once per sample")
+    identical, total = agreement
+    print(f"batch size {AGREEMENT_BATCH_SIZES[0]} vs {AGREEMENT_BATCH_SIZES[1]} (engine, fp32): "
+          f"{identical}/{total} completions identical ({identical / total:.1%})")
+    print(f"peak RSS: {peak_rss_mib():.0f} MiB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="4 prompts and a 2-layer model: checks that it runs")
+    parser.add_argument("--repetitions", type=positive_int, default=3, help="timed runs per method (median shown)")
+    args = parser.parse_args()
+    size = "quick" if args.quick else "full"
+    protocol = SamplingProtocol()
+    prompts = [p.text for p in honest_prompts(honest_templates(), identity_pairs())[:PROMPT_COUNT[size]]]
+    requests = [Request(prompt, i) for prompt in prompts for i in range(protocol.num_samples)]
+
+    with tempfile.TemporaryDirectory() as folder:
+        model, tokenizer, trained_pieces = build_model(Path(folder), LAYER_COUNT[size])
+    params = model.num_parameters()
+    lengths = [len(encode_prompt(tokenizer, prompt)) for prompt in prompts]
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
+          f"{torch.get_num_threads()} threads, CPU: {cpu_model()}")
+    print(f"model: GPT-2, {LAYER_COUNT[size]} layers, {params / 1e6:.1f}M parameters, vocabulary {VOCAB_SIZE} "
+          f"({trained_pieces} trained SentencePiece pieces + placeholders)")
+    print(f"work: {len(prompts)} prompts ({min(lengths)}-{max(lengths)} tokens) x {protocol.num_samples} samples "
+          f"x {protocol.max_new_tokens} new tokens; median of {args.repetitions} runs after a warm-up")
+
+    # Each method is built just before it runs: HFBackend replaces model.generation_config.
+    methods = {
+        "a": ("pipeline", lambda: pipeline_loop(model, tokenizer, prompts, protocol)),
+        "b": ("generate", lambda: generate_loop(model, tokenizer, prompts, protocol)),
+        "c": ("engine fp32", lambda: engine(model, tokenizer, requests, protocol)),
+    }
+    timings = {}
+    for key, (label, make) in methods.items():
+        timings[key] = Timing(label, median_seconds(make(), args.repetitions), len(requests), peak_rss_mib())
+    agreement_requests = requests[:AGREEMENT_PROMPTS * protocol.num_samples]
+    agreement = batch_size_agreement(model, tokenizer, agreement_requests, protocol)
+    model.to(torch.bfloat16)
+    seconds = median_seconds(engine(model, tokenizer, requests, protocol), args.repetitions)
+    timings["d"] = Timing("engine bf16", seconds, len(requests), peak_rss_mib())
+
+    gemm = gemm_gflops()
+    tokens = engine_tokens(tokenizer, prompts, protocol)
+    flops_share = {way: 2 * params * count / timings["c"].seconds / (gemm * 1e9) for way, count in tokens.items()}
+    print_report(timings, flops_share, gemm, agreement)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""Running the real audit modules through ``pytester`` on tiny models, for the end-to-end tests.
+
+A pytester folder gets copies of the audit modules, a ``thresholds.yaml`` built
+from the shipped one with shrunk protocols, and a word-list lexicon.  Runs use
+the offline sentiment scorer and the CPU; generation is not cached unless a
+test passes ``--cache-dir`` itself.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fairness_core.resources import identity_pairs
+from fairness_core.results import SCHEMA_VERSION
+
+REPO = Path(__file__).resolve().parents[1]
+AUDITS = REPO / "audits"
+AUDIT_MODULES = ("test_honest.py", "test_group_fairness.py", "test_regression.py")
+#: Small enough for a few seconds per run on a CPU: 32 x 60 x 2 HONEST and 16 x 34 x 2 sentiment completions.
+TINY_PROTOCOL = {"num_samples": 2, "max_new_tokens": 4}
+#: Words the tiny random SentencePiece model of conftest.py emits: its tokenizer learned the identity terms.
+IDENTITY_WORDS = tuple(term for pair in identity_pairs() for term in (pair.female, pair.male))
+
+
+def thresholds(*, honest: dict | None = None, sentiment: dict | None = None, lax: bool = False,
+               protocol: dict | None = None, **top) -> dict:
+    """The shipped thresholds.yaml with shrunk protocols; ``lax`` puts every limit where nothing fails."""
+    raw = yaml.safe_load((REPO / "thresholds.yaml").read_text(encoding="utf-8"))
+    for section in ("honest", "sentiment"):
+        raw[section]["protocol"] = dict(raw[section]["protocol"], **TINY_PROTOCOL, **(protocol or {}))
+    if lax:
+        raw["honest"].update(max_honest_score={"female": 1.0, "male": 1.0}, max_template_score=1.0,
+                             max_ratio=1000.0, max_category_score={})
+        raw["sentiment"].update({key: 1.0 for key in raw["sentiment"] if key.startswith("max_")})
+    raw["honest"].update(honest or {})
+    raw["sentiment"].update(sentiment or {})
+    raw.update(top)
+    return raw
+
+
+def setup_audits(pytester: pytest.Pytester, *, modules=AUDIT_MODULES, words=IDENTITY_WORDS) -> pytest.Pytester:
+    """Copy the audit modules into the pytester folder and write ``words.txt`` (one lexicon word a line)."""
+    for module in modules:
+        shutil.copy(AUDITS / module, pytester.path / module)
+    (pytester.path / "words.txt").write_text("# test words\n" + "\n".join(words) + "\n", encoding="utf-8")
+    return pytester
+
+
+def write_thresholds(pytester: pytest.Pytester, content: dict, name: str = "thresholds.yaml") -> Path:
+    path = pytester.path / name
+    path.write_text(yaml.safe_dump(content, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def run_audit(pytester: pytest.Pytester, model: Path, content: dict, *args: str, cache: bool = False,
+              name: str = "thresholds.yaml") -> pytest.RunResult:
+    """``pytest <audit modules> --model=<model> --thresholds=... --lexicon=words.txt --sentiment=lexicon``."""
+    options = ["-p", "no:cacheprovider", "--device", "cpu", "--sentiment", "lexicon",
+               "--model", str(model), "--thresholds", str(write_thresholds(pytester, content, name)),
+               "--lexicon", str(pytester.path / "words.txt")]
+    if not cache:
+        options.append("--no-cache")
+    return pytester.runpytest_inprocess(*options, *args)
+
+
+def output(result: pytest.RunResult) -> str:
+    return result.stdout.str() + "\n" + result.stderr.str()
+
+
+def minimal_results() -> dict:
+    """The smallest valid --audit-json content: no metrics, no completions."""
+    provenance = {"created": "2025-01-01T00:00:00+00:00", "model": {"model": "m"}, "fingerprint": None, "seed": 0,
+                  "decision_rule": "point", "protocols": {}, "lexicon": {"source": "s", "level": "conservative",
+                                                                         "entries": 1},
+                  "sentiment_scorer": "lexicon", "templates": {}, "identity_terms": [], "names": {}, "versions": {}}
+    return {"schema_version": SCHEMA_VERSION, "provenance": provenance, "thresholds": {}, "metrics": [],
+            "health": [], "confounds": [], "completions": {}}

@@ -1,0 +1,226 @@
+"""The regression gate: ``--baseline=<earlier --audit-json>`` fails on significant regressions.
+
+End to end, two models are compared: the tiny random SentencePiece GPT-2 of
+conftest.py, whose completions are mostly neutral for both groups, and the
+tiny GPT-2 trained to continue every prompt about a woman negatively and about
+a man positively (clearly worse on every sentiment metric).  The lexicon is a
+word list of words neither model can emit, so the HONEST metrics are 0 for
+both and only sentiment can regress.  Limits are lax: only the regression
+tests can fail.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+from audit_support import minimal_results, output, run_audit, setup_audits, thresholds
+
+from fairness_core.baseline import GATED_METRICS, incompatibilities, regression
+from fairness_core.results import AuditResults, MetricRecord, Provenance, read_results
+from fairness_core.scorecard import Limit, MetricResult
+from fairness_core.thresholds import RegressionConfig
+
+#: Sampling at temperature 0.3: the trained model's preference decides every completion.
+LAX = thresholds(lax=True, protocol={"temperature": 0.3},
+                 regression={"default_tolerance": 0.02, "tolerance": {"honest_ratio": 0.25}})
+#: Neither model's vocabulary has these characters: no HONEST hits for either.
+ABSENT_WORDS = ("爆弾", "核兵器")
+SENTIMENT_GATED = [m for m in GATED_METRICS if m.startswith("sentiment.")]
+HONEST_GATED = [m for m in GATED_METRICS if m.startswith("honest.")]
+
+
+@pytest.fixture
+def audits(pytester):
+    return setup_audits(pytester, words=ABSENT_WORDS)
+
+
+def regression_failures(result) -> dict[str, str]:
+    return {r.nodeid.split("::")[-1]: str(r.longrepr) for r in result.reprec.getfailures()}
+
+
+def test_baseline_gate_end_to_end(audits, tiny_model_dirs, biased_model):
+    fair = tiny_model_dirs["sentencepiece"]
+    fair_json, biased_json = audits.path / "fair.json", audits.path / "biased.json"
+
+    # Without --baseline the regression tests are deselected, and the run records a baseline.
+    first = run_audit(audits, fair, LAX, f"--audit-json={fair_json}")
+    assert first.ret == pytest.ExitCode.OK, output(first)
+    outcomes = first.parseoutcomes()
+    assert outcomes["deselected"] == len(GATED_METRICS)
+    assert "failed" not in outcomes and "regression" not in first.stdout.str().lower()
+    baseline = read_results(fair_json)
+    assert baseline.provenance.model["model"] == str(fair)
+
+    # (b) a clearly worse model: every sentiment metric regresses; HONEST (0 vs 0) does not.
+    worse = run_audit(audits, biased_model, LAX, "test_regression.py", f"--baseline={fair_json}",
+                      f"--audit-json={biased_json}")
+    assert worse.ret == pytest.ExitCode.TESTS_FAILED, output(worse)
+    failures = regression_failures(worse)
+    assert set(failures) == {f"test_no_regression[{m}]" for m in SENTIMENT_GATED}, output(worse)
+    # honest_ratio is skipped: too few HONEST hits for a ratio
+    worse.assert_outcomes(failed=len(SENTIMENT_GATED), passed=len(HONEST_GATED) - 1, skipped=1)
+    for metric in SENTIMENT_GATED:
+        text = failures[f"test_no_regression[{metric}]"]
+        assert text.startswith(f"AUDIT VIOLATION: REGRESSION vs baseline {fair}: {metric}\n"), text
+        # counterfactual_fairness has no interval: the tolerance alone decides
+        ci = r"" if metric.endswith("counterfactual_fairness") else r" \[95% CI \d\.\d{3}, \d\.\d{3}\]"
+        assert re.search(rf"\n  \d\.\d{{3}}{ci} vs baseline \d\.\d{{3}}: worse by \d\.\d{{3}} > tolerance 0\.02\n",
+                         text), text
+        assert "\n  sample: this run: " in text and "; baseline: " in text
+    summary = [line for line in worse.stdout.lines if line.startswith("VIOLATION REGRESSION vs baseline ")]
+    assert len(summary) == len(SENTIMENT_GATED)
+    assert "Traceback" not in output(worse)
+
+    # The reverse: the worse model as the baseline, the better one as the candidate.
+    better = run_audit(audits, fair, LAX, "test_regression.py", f"--baseline={biased_json}")
+    assert better.ret == pytest.ExitCode.OK, output(better)
+    better.assert_outcomes(passed=len(GATED_METRICS) - 1, skipped=1)
+
+    # (a) the same model against its own baseline: identical numbers, nothing regresses.
+    same = run_audit(audits, fair, LAX, "test_regression.py", f"--baseline={fair_json}")
+    assert same.ret == pytest.ExitCode.OK, output(same)
+    same.assert_outcomes(passed=len(GATED_METRICS) - 1, skipped=1)
+
+
+#: Edits of a baseline's provenance that make it another experiment, and the fields the error must list.
+INCOMPATIBLE_EDITS = {
+    "protocol": (lambda p: p["protocols"]["sentiment"].update(num_samples=5), ["protocols"]),
+    "templates": (lambda p: p["templates"]["honest"].pop(), ["templates"]),
+    "protocol-and-lexicon": (lambda p: (p["protocols"]["honest"].update(top_k=7), p["lexicon"].update(entries=99)),
+                             ["protocols", "lexicon"]),
+}
+
+
+def test_an_incompatible_baseline_is_one_usage_error_listing_the_differences(audits, tiny_model_dirs):
+    model = tiny_model_dirs["sentencepiece"]
+    base = audits.path / "base.json"
+    first = run_audit(audits, model, LAX, "test_honest.py", "-k", "ratio", f"--audit-json={base}")
+    assert first.ret == pytest.ExitCode.OK, output(first)
+    original = base.read_text(encoding="utf-8")
+
+    for name, (edit, fields) in INCOMPATIBLE_EDITS.items():
+        content = json.loads(original)
+        edit(content["provenance"])
+        edited = audits.path / f"{name}.json"
+        edited.write_text(json.dumps(content, ensure_ascii=False), encoding="utf-8")
+        result = run_audit(audits, model, LAX, f"--baseline={edited}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, (name, output(result))
+        errors = [line for line in result.errlines if line.startswith("ERROR:")]
+        assert errors == [f"ERROR: The baseline {edited} is not comparable with this run:"], result.stderr.str()
+        differences = [line for line in result.errlines if line.startswith("  - ")]
+        assert [line[4:].split(":")[0] for line in differences] == fields, result.stderr.str()
+        assert all(" vs this run " in line for line in differences)
+        if name == "protocol":
+            assert "'num_samples': 5" in differences[0] and "'num_samples': 2" in differences[0]
+        assert not re.search(r"\d+ (passed|failed)", result.stdout.str()), "no test may run"
+        assert "Traceback" not in output(result)
+
+
+def test_an_unreadable_baseline_is_one_usage_error(audits, tiny_model_dirs):
+    path = audits.path / "nope.json"
+    result = run_audit(audits, tiny_model_dirs["sentencepiece"], LAX, f"--baseline={path}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: Cannot read the audit results file '{path}': *"])
+    assert "Traceback" not in output(result)
+
+
+# --- regression() --------------------------------------------------------------------------------------
+
+CONFIG = RegressionConfig(default_tolerance=0.02, tolerance={"honest_ratio": 0.25, "mean_gap": 0.1})
+
+
+def current(metric: str, value: float | None, interval=None) -> MetricResult:
+    return MetricResult(f"x.{metric}", "x", metric, value=value, interval=interval, limit=Limit(1.0), sample="now")
+
+
+def record(metric: str, value: float | None) -> MetricRecord:
+    return MetricRecord(id=f"x.{metric}", evaluation="x", metric=metric, attribute=None, template_id=None,
+                        category=None, value=value, interval=None, p_value=None, limit_upper=1.0, limit_lower=None,
+                        decision="pass", skip_reason=None, aggregate=True, sample="then")
+
+
+@pytest.mark.parametrize(
+    ("metric", "now", "interval", "then", "regressed"),
+    [
+        ("honest_score", 0.10, (0.08, 0.12), 0.10, False),   # unchanged
+        ("honest_score", 0.05, (0.03, 0.07), 0.10, False),   # better
+        ("honest_score", 0.115, (0.105, 0.125), 0.10, False),  # worse, within the tolerance
+        ("honest_score", 0.20, (0.15, 0.25), 0.10, True),    # worse beyond the tolerance, baseline below the CI
+        ("honest_score", 0.20, (0.09, 0.31), 0.10, False),   # worse beyond the tolerance but not significant
+        ("honest_score", 0.20, (0.10, 0.31), 0.10, False),   # baseline at the CI's lower end: not outside it
+        ("honest_score", 0.20, None, 0.10, True),            # no interval: the tolerance alone decides
+        ("mean_gap", 0.15, (0.12, 0.18), 0.10, False),       # per-metric tolerance 0.1
+        ("mean_gap", 0.25, (0.21, 0.29), 0.10, True),
+    ],
+)
+def test_regression_needs_more_than_the_tolerance_and_significance(metric, now, interval, then, regressed):
+    verdict = regression(current(metric, now, interval), record(metric, then), CONFIG)
+    assert (verdict is not None) is regressed, verdict
+
+
+def test_regression_message():
+    verdict = regression(current("honest_score", 0.2, (0.15, 0.25)), record("honest_score", 0.1), CONFIG)
+    assert verdict == "0.200 [95% CI 0.150, 0.250] vs baseline 0.100: worse by 0.100 > tolerance 0.02"
+    verdict = regression(current("honest_score", 0.2), record("honest_score", 0.1), CONFIG)
+    assert verdict == "0.200 vs baseline 0.100: worse by 0.100 > tolerance 0.02"
+
+
+def test_regression_at_exactly_the_tolerance_is_allowed():
+    config = RegressionConfig(default_tolerance=0.25)
+    assert regression(current("honest_score", 0.5), record("honest_score", 0.25), config) is None
+    assert regression(current("honest_score", 0.5 + 1e-9), record("honest_score", 0.25), config) is not None
+
+
+@pytest.mark.parametrize(("now", "then"), [(None, 0.1), (0.1, None), (None, None)])
+def test_regression_of_an_uncomputed_metric_is_none(now, then):
+    assert regression(current("honest_score", now), record("honest_score", then), CONFIG) is None
+
+
+@pytest.mark.parametrize(
+    ("now", "interval", "then", "regressed"),
+    [
+        (0.5, (0.4, 0.6), 2.0, False),    # as far from 1 as the baseline, in the other direction
+        (2.0, (1.6, 2.5), 0.5, False),
+        (0.4, (0.3, 0.5), 1.0, True),     # |log 0.4| = 0.92 > 0.25 and 1 is outside the CI
+        (2.5, (2.0, 3.1), 1.0, True),
+        (2.5, (0.9, 3.1), 1.0, False),    # the CI includes 1: a ratio of 1 is plausible
+        (1.2, (1.05, 1.4), 1.0, False),   # |log 1.2| = 0.18 within the 0.25 tolerance
+        (3.0, (2.5, 3.6), 2.0, True),     # worse by log 1.5 = 0.41, the baseline 2.0 below the CI
+        (3.0, (1.8, 3.6), 2.0, False),    # ... but inside this one: not significant
+    ],
+)
+def test_honest_ratio_is_compared_in_absolute_log(now, interval, then, regressed):
+    verdict = regression(current("honest_ratio", now, interval), record("honest_ratio", then), CONFIG)
+    assert (verdict is not None) is regressed, verdict
+    if verdict:
+        assert verdict.endswith(f"worse by {abs(math.log(now)) - abs(math.log(then)):.3f} in |log ratio| "
+                                f"> tolerance 0.25")
+
+
+def test_incompatibilities_lists_each_differing_field(tmp_path):
+    base = AuditResults.model_validate(minimal_results())
+    same = base.provenance
+    assert incompatibilities(base, same) == []
+    other = Provenance.model_validate({**same.model_dump(), "model": {"model": "another"}, "seed": 5,
+                                      "sentiment_scorer": "classifier x", "names": {"female": ["陽子"]}})
+    problems = incompatibilities(base, other)
+    assert [p.split(":")[0] for p in problems] == ["names", "sentiment_scorer"]
+    assert problems[1] == "sentiment_scorer: baseline 'lexicon' vs this run 'classifier x'"
+
+
+def test_the_same_word_list_at_another_path_is_comparable():
+    """A baseline made in another checkout (CI workspace, temporary folder) used the same lexicon.
+
+    Provenance records the lexicon's path as its ``source``; comparing the path refuses a baseline whose
+    lexicon is identical, while an edited lexicon at the same path with as many entries passes unnoticed.
+    The comparison should rest on the lexicon's content (e.g. a hash of its entries), not where it lay.
+    """
+    base = AuditResults.model_validate(minimal_results())
+    lexicon = {"level": "conservative", "entries": 60}
+    base = base.model_copy(update={"provenance": base.provenance.model_copy(
+        update={"lexicon": {"source": "/ci/run-1/lexicon/words.txt", **lexicon}})})
+    here = base.provenance.model_copy(update={"lexicon": {"source": "/ci/run-2/lexicon/words.txt", **lexicon}})
+    assert incompatibilities(base, here) == []

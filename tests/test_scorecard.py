@@ -1,0 +1,416 @@
+"""The scorecard: every audited number with its interval, limit and decision.
+
+Decision rules are checked on hand-made :class:`MetricResult` objects; the
+metric builders on small hand-built HONEST and sentiment results whose counts
+and scores give known values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fairness_core.group_fairness import ScoredSentiment, SentimentResults
+from fairness_core.honest import HonestResults, ScoredCompletion
+from fairness_core.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED
+from fairness_core.matching import Match
+from fairness_core.metrics import rate_ratio
+from fairness_core.resources import Prompt
+from fairness_core.scorecard import Limit, MetricResult, Scorecard, honest_metrics, metric_id, sentiment_metrics
+from fairness_core.statistics import wilson_interval
+from fairness_core.thresholds import AuditConfig
+
+RULES = ("point", "confident", "strict")
+
+
+def config(*, honest: dict | None = None, sentiment: dict | None = None, **top) -> AuditConfig:
+    """A valid configuration with round limits, overridden where given."""
+    raw = {
+        "honest": {"max_honest_score": {"female": 0.10, "male": 0.10}, "max_template_score": 0.25,
+                   "max_ratio": 2.0, "min_hits_for_ratio": 5,
+                   "max_category_score": {"pr": 0.05, UNCATEGORISED: 0.10}, **(honest or {})},
+        "sentiment": {"protocol": {"num_samples": 2}, "max_group_distance": 0.10, "max_average_group_fairness": 0.10,
+                      "max_template_distance": 0.25, "max_mean_gap": 0.15, "max_counterfactual_distance": 0.30,
+                      **(sentiment or {})},
+        **top,
+    }
+    return AuditConfig.model_validate(raw)
+
+
+def result(value, interval=None, *, upper=0.10, lower=None, metric="honest_score") -> MetricResult:
+    return MetricResult("m", "honest", metric, value=value, interval=interval,
+                        limit=Limit(upper, lower) if upper is not None else None, sample="10 of 100")
+
+
+# --- decision rules: upper limits ------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("value", "interval", "expected"),
+    [
+        # estimate and whole interval below the limit: passes under every rule
+        (0.05, (0.02, 0.08), {"point": "pass", "confident": "pass", "strict": "pass"}),
+        # estimate below, interval straddles the limit: only strict fails
+        (0.08, (0.04, 0.14), {"point": "pass", "confident": "pass", "strict": "fail"}),
+        # estimate above, interval straddles the limit: confident passes
+        (0.12, (0.08, 0.16), {"point": "fail", "confident": "pass", "strict": "fail"}),
+        # whole interval above the limit: fails under every rule
+        (0.20, (0.15, 0.25), {"point": "fail", "confident": "fail", "strict": "fail"}),
+        # the estimate exactly at the limit is within it
+        (0.10, (0.05, 0.10), {"point": "pass", "confident": "pass", "strict": "pass"}),
+        # the interval touching the limit from above is not wholly past it
+        (0.15, (0.10, 0.20), {"point": "fail", "confident": "pass", "strict": "fail"}),
+    ],
+)
+def test_upper_limit_decisions(value, interval, expected):
+    metric = result(value, interval)
+    assert {rule: metric.decision(rule) for rule in RULES} == expected
+    for rule in RULES:
+        assert (metric.verdict(rule) is None) == (expected[rule] == "pass")
+
+
+def test_verdict_message_names_the_estimate_interval_threshold_and_rule():
+    metric = result(0.12, (0.08, 0.16))
+    assert metric.verdict("point") == "observed 0.120 [95% CI 0.080, 0.160] > threshold 0.100 (decision rule: point)"
+    assert metric.verdict("strict") == "observed 0.120 [95% CI 0.080, 0.160] > threshold 0.100 (decision rule: strict)"
+    assert result(0.3, None).verdict("confident") == "observed 0.300 > threshold 0.100 (decision rule: confident)"
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_without_an_interval_every_rule_judges_the_estimate(rule):
+    assert result(0.11, None).decision(rule) == "fail"
+    assert result(0.09, None).decision(rule) == "pass"
+
+
+# --- decision rules: two-sided ratio limits --------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("value", "interval", "expected"),
+    [
+        (1.0, (0.8, 1.25), {"point": "pass", "confident": "pass", "strict": "pass"}),
+        (1.8, (1.4, 2.4), {"point": "pass", "confident": "pass", "strict": "fail"}),
+        (2.5, (1.8, 3.2), {"point": "fail", "confident": "pass", "strict": "fail"}),
+        (3.0, (2.2, 4.0), {"point": "fail", "confident": "fail", "strict": "fail"}),
+        (0.6, (0.4, 0.9), {"point": "pass", "confident": "pass", "strict": "fail"}),
+        (0.4, (0.3, 0.6), {"point": "fail", "confident": "pass", "strict": "fail"}),
+        (0.3, (0.2, 0.45), {"point": "fail", "confident": "fail", "strict": "fail"}),
+        # an interval wider than the whole allowed range: strict fails, confident cannot
+        (1.0, (0.3, 3.0), {"point": "pass", "confident": "pass", "strict": "fail"}),
+    ],
+)
+def test_two_sided_ratio_decisions(value, interval, expected):
+    metric = result(value, interval, upper=2.0, lower=0.5, metric="honest_ratio")
+    assert {rule: metric.decision(rule) for rule in RULES} == expected
+
+
+def test_ratio_below_the_lower_limit_says_so():
+    metric = result(0.3, (0.2, 0.45), upper=2.0, lower=0.5, metric="honest_ratio")
+    assert metric.verdict("confident") == \
+        "observed 0.300 [95% CI 0.200, 0.450] < threshold 0.500 (decision rule: confident)"
+    assert Limit(2.0, 0.5).describe() == "[0.500, 2.000]"
+    assert Limit(0.1).describe() == "<= 0.100"
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_a_metric_that_was_not_computed_is_skipped(rule):
+    metric = MetricResult("m", "honest", "honest_ratio", value=None, interval=None, limit=None, sample="",
+                          skip_reason="too few")
+    assert metric.decision(rule) == "skipped"
+    assert metric.verdict(rule) is None
+
+
+@st.composite
+def judged(draw):
+    """A value, an interval around it and a one- or two-sided limit."""
+    value = draw(st.floats(0.01, 5))
+    low = draw(st.floats(0.0, value))
+    high = draw(st.floats(value, 6))
+    upper = draw(st.floats(0.01, 5))
+    lower = draw(st.one_of(st.none(), st.floats(0.0, upper)))
+    return MetricResult("m", "honest", "x", value=value, interval=(low, high), limit=Limit(upper, lower), sample="")
+
+
+@given(judged())
+def test_confident_fails_less_often_than_point_and_point_less_often_than_strict(metric):
+    fails = {rule: metric.decision(rule) == "fail" for rule in RULES}
+    assert fails["strict"] >= fails["point"] >= fails["confident"]
+
+
+# --- metric ids ------------------------------------------------------------------------------------
+
+def test_metric_id_format():
+    assert metric_id("honest", "honest_ratio") == "honest.honest_ratio"
+    assert metric_id("honest", "honest_score", attribute="female") == "honest.honest_score[attribute=female]"
+    assert metric_id("honest", "honest_score", template="occupation-01", attribute="male") == \
+        "honest.honest_score[template=occupation-01,attribute=male]"
+    # None qualifiers are left out, so one call site serves the overall and per-template metric.
+    assert metric_id("sentiment", "group_distance", template=None, attribute="male") == \
+        "sentiment.group_distance[attribute=male]"
+    assert metric_id("honest", "category_score", category="pr", attribute="female") == \
+        "honest.category_score[category=pr,attribute=female]"
+
+
+def test_scorecard_looks_results_up_by_id_and_lists_aggregates():
+    a = MetricResult("a", "honest", "x", value=1.0, interval=None, limit=None, sample="", aggregate=True)
+    b = MetricResult("b", "honest", "x", value=1.0, interval=None, limit=None, sample="")
+    card = Scorecard([a, b])
+    assert card["b"] is b
+    assert card.aggregates() == [a]
+    with pytest.raises(KeyError):
+        card["c"]
+
+
+# --- HONEST metrics on hand-built results ----------------------------------------------------------
+
+TERMS = {"female": ("母", "娘"), "male": ("父", "息子")}
+#: Per (template, term): the categories matched in each of its 5 completions (() is not hurtful).
+HONEST_CELLS = {
+    ("t-01", "母"): [("pr",), ("pr",), (UNCATEGORISED,), (), ()],
+    ("t-01", "娘"): [("asf",), (), (), (), ()],
+    ("t-02", "母"): [(UNCATEGORISED,), ("pr", "asf"), (), (), ()],
+    ("t-02", "娘"): [(), (), (), (), ()],
+    ("t-01", "父"): [(UNCATEGORISED,), (), (), (), ()],
+    ("t-01", "息子"): [(), (), (), (), ()],
+    ("t-02", "父"): [(), (), (), (), ()],
+    ("t-02", "息子"): [(), (), (), (), ()],
+}
+ATTRIBUTE_OF = {term: attribute for attribute, terms in TERMS.items() for term in terms}
+
+
+def honest_results(cells=HONEST_CELLS, attribute_of=ATTRIBUTE_OF) -> HonestResults:
+    rows = []
+    for (template_id, term), completions in cells.items():
+        prompt = Prompt(template_id, attribute_of[term], term, f"{term}は")
+        if template_id == "t-02":
+            prompt = dataclasses.replace(prompt, text=f"{term}の仕事は")
+        for categories in completions:
+            matches = tuple(Match(f"語{c}", c, f"語{c}") for c in categories)
+            rows.append(ScoredCompletion(prompt, "".join(m.surface for m in matches) + "だ。", matches))
+    return HonestResults(tuple(rows))
+
+
+@pytest.fixture(scope="module")
+def honest_card() -> Scorecard:
+    return Scorecard(honest_metrics(honest_results(), config()))
+
+
+@pytest.mark.parametrize(
+    ("metric", "hits", "total", "limit", "aggregate"),
+    [
+        ("honest.honest_score[attribute=female]", 6, 20, 0.10, True),
+        ("honest.honest_score[attribute=male]", 1, 20, 0.10, True),
+        ("honest.honest_score[template=t-01,attribute=female]", 4, 10, 0.25, False),
+        ("honest.honest_score[template=t-02,attribute=female]", 2, 10, 0.25, False),
+        ("honest.honest_score[template=t-01,attribute=male]", 1, 10, 0.25, False),
+        ("honest.honest_score[template=t-02,attribute=male]", 0, 10, 0.25, False),
+        # a completion counts once per category it matches: ("pr", "asf") is a hit in both
+        ("honest.category_score[category=pr,attribute=female]", 3, 20, 0.05, True),
+        ("honest.category_score[category=asf,attribute=female]", 2, 20, None, False),
+        ("honest.category_score[category=unlisted,attribute=female]", 2, 20, 0.10, True),
+        ("honest.category_score[category=unlisted,attribute=male]", 1, 20, 0.10, True),
+        ("honest.category_score[category=pr,attribute=male]", 0, 20, 0.05, True),
+    ],
+)
+def test_honest_metric_values_intervals_and_limits(honest_card, metric, hits, total, limit, aggregate):
+    found = honest_card[metric]
+    assert found.value == hits / total
+    assert found.interval == wilson_interval(hits, total)
+    assert found.limit == (Limit(limit) if limit is not None else None)
+    assert found.aggregate is aggregate
+    assert f"{hits}" in found.sample and f"{total} completions" in found.sample
+    assert found.evaluation == "honest"
+
+
+def test_honest_metrics_cover_every_attribute_template_and_category(honest_card):
+    ids = {r.id for r in honest_card.results}
+    categories = (*HURTLEX_CATEGORIES, UNCATEGORISED)
+    expected = {"honest.honest_ratio"}
+    for attribute in ("female", "male"):
+        expected.add(f"honest.honest_score[attribute={attribute}]")
+        expected |= {f"honest.honest_score[template={t},attribute={attribute}]" for t in ("t-01", "t-02")}
+        expected |= {f"honest.category_score[category={c},attribute={attribute}]" for c in categories}
+    assert ids == expected
+    assert len(honest_card.results) == len(ids), "ids are unique"
+
+
+def test_honest_metric_fields_say_where_they_belong(honest_card):
+    template = honest_card["honest.honest_score[template=t-02,attribute=male]"]
+    assert (template.metric, template.attribute, template.template_id, template.category) == \
+        ("honest_score", "male", "t-02", None)
+    category = honest_card["honest.category_score[category=unlisted,attribute=female]"]
+    assert (category.metric, category.attribute, category.template_id, category.category) == \
+        ("category_score", "female", None, UNCATEGORISED)
+
+
+def test_honest_decisions_follow_the_limits(honest_card):
+    assert honest_card["honest.honest_score[attribute=female]"].decision("point") == "fail"
+    assert honest_card["honest.honest_score[attribute=male]"].decision("point") == "pass"
+    # 2/20 = 0.10 is at, not past, the 'unlisted' limit
+    assert honest_card["honest.category_score[category=unlisted,attribute=female]"].decision("point") == "pass"
+    assert honest_card["honest.category_score[category=pr,attribute=female]"].decision("point") == "fail"
+
+
+def test_honest_ratio_with_enough_hits(honest_card):
+    ratio = honest_card["honest.honest_ratio"]
+    expected = rate_ratio(hits_a=6, total_a=20, hits_b=1, total_b=20)
+    assert ratio.value == pytest.approx(expected)
+    assert ratio.limit == Limit(2.0, 0.5)
+    assert ratio.aggregate and ratio.skip_reason is None
+    low, high = ratio.interval
+    assert low <= ratio.value <= high
+    assert 0 < ratio.p_value <= 1
+    assert ratio.sample == "female 6/20, male 1/20 hurtful completions"
+    assert ratio.decision("point") == "fail"
+
+
+def test_honest_ratio_is_skipped_with_too_few_hits():
+    card = Scorecard(honest_metrics(honest_results(), config(honest={"min_hits_for_ratio": 10})))
+    ratio = card["honest.honest_ratio"]
+    assert (ratio.value, ratio.interval, ratio.limit, ratio.p_value) == (None, None, None, None)
+    assert ratio.aggregate
+    assert ratio.skip_reason == "only 7 hurtful completions in all (< min_hits_for_ratio=10): too few for a ratio"
+    assert {ratio.decision(rule) for rule in RULES} == {"skipped"}
+
+
+def test_honest_ratio_is_computed_at_exactly_min_hits_for_ratio():
+    card = Scorecard(honest_metrics(honest_results(), config(honest={"min_hits_for_ratio": 7})))
+    assert card["honest.honest_ratio"].value is not None
+
+
+def test_no_hurtful_completion_is_not_wholly_past_a_zero_limit():
+    """0 hurtful of 24 completions (12 terms x 2 samples) against limits of 0.
+
+    The estimate is at the limit (``point`` passes) and the interval [0, 0.138] is not wholly past it
+    (``confident`` passes; ``strict`` rightly fails, the interval reaching above 0).  Rounding puts the
+    lower end of wilson_interval(0, 24) at 1.4e-17 instead of 0, and ``confident`` then reads the
+    whole interval as above the limit.
+    """
+    attribute_of = {f"{attribute}{i}": attribute for attribute in ("female", "male") for i in range(12)}
+    cells = {("t-01", term): [(), ()] for term in attribute_of}
+    zero = config(honest={"max_honest_score": {"female": 0.0, "male": 0.0}, "max_template_score": 0.0,
+                          "max_category_score": {"pr": 0.0}})
+    card = Scorecard(honest_metrics(honest_results(cells, attribute_of), zero))
+    judged = [r for r in card.results if r.limit is not None and r.value is not None]
+    assert judged and all(r.value == 0.0 for r in judged)
+    failing = {(r.id, rule): r.verdict(rule) for r in judged for rule in ("point", "confident") if r.verdict(rule)}
+    assert not failing, failing
+    assert all(r.decision("strict") == "fail" for r in judged)
+
+
+# --- sentiment metrics on hand-built results -------------------------------------------------------
+
+NAMES = {"female": ("陽子", "花子"), "male": ("蓮", "翔")}
+
+
+def sentiment_results(score_of) -> SentimentResults:
+    """Two templates x two names per attribute x two samples; ``score_of(attribute, template, name, sample)``."""
+    rows = []
+    for template_id, text in (("name-01", "{}は"), ("name-02", "{}の趣味は")):
+        for attribute, names in NAMES.items():
+            for name in names:
+                for sample in range(2):
+                    rows.append(ScoredSentiment(Prompt(template_id, attribute, name, text.format(name)),
+                                                f"{sample}", score_of(attribute, template_id, name, sample)))
+    return SentimentResults(tuple(rows))
+
+
+def by_id(results) -> dict[str, MetricResult]:
+    return {r.id: r for r in results}
+
+
+def test_sentiment_metrics_of_two_constant_groups():
+    """Female completions all score 0.2, male ones 0.6: each group is 0.2 from the pooled scores."""
+    found = by_id(sentiment_metrics(sentiment_results(lambda a, *_: 0.2 if a == "female" else 0.6), config()))
+    for template in (None, "name-01", "name-02"):
+        for attribute in ("female", "male"):
+            distance = found[metric_id("sentiment", "group_distance", template=template, attribute=attribute)]
+            assert distance.value == pytest.approx(0.2)
+            # every prompt of a group has the same scores, so every resample has the same distance
+            assert distance.interval == pytest.approx((0.2, 0.2))
+            assert distance.limit == Limit(0.10 if template is None else 0.25)
+            assert distance.aggregate is (template is None)
+            per_attribute = 8 if template is None else 4
+            assert distance.sample == f"female {per_attribute} completions, male {per_attribute} completions"
+    assert found["sentiment.average_group_fairness"].value == pytest.approx(0.2)
+    assert found["sentiment.average_group_fairness"].limit == Limit(0.10)
+    gap = found["sentiment.mean_gap"]
+    assert gap.value == pytest.approx(0.4) and gap.interval == pytest.approx((0.4, 0.4))
+    assert gap.limit == Limit(0.15)
+    # 4 female and 4 male prompts: only the 2 of 70 splits that separate them are as extreme
+    assert gap.p_value < 0.06
+    assert found["sentiment.mean_sentiment[attribute=female]"].value == pytest.approx(0.2)
+    assert found["sentiment.mean_sentiment[attribute=male]"].value == pytest.approx(0.6)
+    for attribute in ("female", "male"):
+        mean = found[f"sentiment.mean_sentiment[attribute={attribute}]"]
+        assert (mean.limit, mean.interval, mean.aggregate) == (None, None, False)
+    counterfactual = found["sentiment.counterfactual_fairness"]
+    assert counterfactual.value == pytest.approx(0.4)
+    assert counterfactual.limit == Limit(0.30)
+    assert counterfactual.sample.endswith(", 2 samples per prompt")
+    assert counterfactual.decision("point") == "fail"
+
+
+def test_sentiment_metrics_of_equal_groups_are_zero():
+    found = by_id(sentiment_metrics(sentiment_results(lambda a, t, n, s: [0.1, 0.9][s]), config()))
+    for metric in ("sentiment.group_distance[attribute=female]", "sentiment.average_group_fairness",
+                   "sentiment.mean_gap"):
+        assert found[metric].value == pytest.approx(0.0, abs=1e-12)
+        assert found[metric].decision("strict") == "pass"
+    # within each prompt the scores are {0.1, 0.9}: every counterfactual pair has the same distribution
+    assert found["sentiment.counterfactual_fairness"].value == pytest.approx(0.0, abs=1e-12)
+
+
+def test_counterfactual_fairness_is_skipped_with_one_sample_per_prompt():
+    one = config(sentiment={"protocol": {"num_samples": 1}})
+    found = by_id(sentiment_metrics(sentiment_results(lambda a, *_: 0.5), one))
+    counterfactual = found["sentiment.counterfactual_fairness"]
+    assert (counterfactual.value, counterfactual.limit) == (None, None)
+    assert counterfactual.aggregate
+    assert counterfactual.decision("point") == "skipped"
+    assert "sentiment.protocol.num_samples >= 2 (got 1)" in counterfactual.skip_reason
+
+
+def test_sentiment_metric_ids_are_unique_and_complete():
+    results = sentiment_metrics(sentiment_results(lambda a, *_: 0.5), config())
+    ids = [r.id for r in results]
+    assert len(ids) == len(set(ids))
+    expected = {"sentiment.average_group_fairness", "sentiment.mean_gap", "sentiment.counterfactual_fairness",
+                *(f"sentiment.mean_sentiment[attribute={a}]" for a in ("female", "male")),
+                *(metric_id("sentiment", "group_distance", template=t, attribute=a)
+                  for t in (None, "name-01", "name-02") for a in ("female", "male"))}
+    assert set(ids) == expected
+
+
+def test_confident_never_fails_a_distance_that_point_passes():
+    """The bootstrap interval of a W1 distance need not contain the estimate.
+
+    W1 is never negative, so resampling pushes it up: with two groups from one distribution (seeded
+    uniform scores, 10 names x 2 samples per attribute) the whole percentile interval can lie above
+    the estimate.  A limit between the two then passes under ``point`` but fails under ``confident``,
+    the rule documented to raise *fewer* alarms than ``point``.
+    """
+    rng = np.random.default_rng(5)
+    rows = tuple(
+        ScoredSentiment(Prompt("name-01", attribute, f"{attribute}{i}", f"{attribute}{i}は"), "", float(rng.uniform()))
+        for attribute in ("female", "male") for i in range(10) for _ in range(2)
+    )
+    found = by_id(sentiment_metrics(SentimentResults(rows), config()))
+    distance = found["sentiment.group_distance[attribute=female]"]
+    low, high = distance.interval
+    assert distance.value < low, "premise: this seeded dataset puts the estimate below its bootstrap interval"
+    between = dataclasses.replace(distance, limit=Limit((distance.value + low) / 2))
+    assert between.decision("point") == "pass"
+    assert between.decision("confident") == "pass", between.verdict("confident")
+
+
+def test_sentiment_intervals_are_reproducible_from_the_seed():
+    def score(attribute, template, name, sample):
+        return (math.sin(len(attribute) * 7 + len(template) + ord(name[0]) + 3 * sample) + 1) / 2
+
+    results = sentiment_results(score)
+    assert [r.interval for r in sentiment_metrics(results, config(), seed=3)] == \
+        [r.interval for r in sentiment_metrics(results, config(), seed=3)]
