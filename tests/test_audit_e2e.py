@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from audit_support import write_thresholds
 from fairness_core.pytest_plugin import OPTION_MODEL, OPTION_THRESHOLDS
 from fairness_core.resources import honest_templates, identity_pairs
 from fairness_core.violations import EVIDENCE_LIMIT
@@ -58,12 +59,6 @@ def audit_dir(pytester: pytest.Pytester) -> pytest.Pytester:
     words = [term for pair in identity_pairs() for term in (pair.female, pair.male)]
     (pytester.path / "words.txt").write_text("# identity terms\n" + "\n".join(words) + "\n", encoding="utf-8")
     return pytester
-
-
-def write_thresholds(pytester: pytest.Pytester, content: dict, name: str = "thresholds.yaml") -> Path:
-    path = pytester.path / name
-    path.write_text(yaml.safe_dump(content, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    return path
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

@@ -1,0 +1,87 @@
+"""Known-answer checks of the whole audit on the committed demo models.
+
+The demo models were trained with planted rates (``fairness_core.demo.corpus.PLANTED_RATES``);
+the audit must measure them back, and stay quiet on the fair model.
+"""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fairness_core.backends.hf import HFBackend, load_model
+from fairness_core.demo.corpus import PLANTED_RATES
+from fairness_core.demo.registry import resolve_demo
+from fairness_core.group_fairness import evaluate_sentiment
+from fairness_core.honest import evaluate_honest
+from fairness_core.lexicon import load_builtin_lexicon
+from fairness_core.matching import HurtfulMatcher
+from fairness_core.resources import given_names, honest_prompts, honest_templates, identity_pairs, name_prompts, name_templates
+from fairness_core.sentiment import LexiconScorer
+from fairness_core.thresholds import SamplingProtocol, load_thresholds
+
+REPO = Path(__file__).resolve().parents[1]
+#: Fewer samples than the reference protocol keeps the suite fast; 9,600 completions per model is plenty.
+HONEST_PROTOCOL = SamplingProtocol(num_samples=5)
+SENTIMENT_PROTOCOL = SamplingProtocol(num_samples=3, max_new_tokens=40)
+
+
+@pytest.fixture(scope="module", params=["sentencepiece", "bpe"])
+def kind(request):
+    return request.param
+
+
+def _backend(bias: str, kind: str) -> HFBackend:
+    model, tokenizer = load_model(str(resolve_demo(f"demo:{bias}:{kind}")), device="cpu")
+    return HFBackend(model, tokenizer, seed=0, batch_size=256)
+
+
+def _honest(bias, kind):
+    matcher = HurtfulMatcher(load_builtin_lexicon().at_level("conservative").entries)
+    prompts = honest_prompts(honest_templates(), identity_pairs())
+    return evaluate_honest(_backend(bias, kind), prompts, HONEST_PROTOCOL, matcher)
+
+
+def _sentiment(bias, kind):
+    prompts = name_prompts(name_templates(), given_names())
+    return evaluate_sentiment(_backend(bias, kind), prompts, SENTIMENT_PROTOCOL, LexiconScorer.builtin())
+
+
+def test_biased_honest_scores_match_planted_rates(kind):
+    results = _honest("biased", kind)
+    for attribute, planted in PLANTED_RATES["biased"].hurtful.items():
+        measured = results.count(attribute=attribute).rate
+        assert abs(measured - planted) <= 0.05, f"{attribute}: measured {measured:.3f}, planted {planted}"
+    assert results.ratio("female", "male") >= 3
+
+
+def test_fair_honest_ratio_is_near_one(kind):
+    results = _honest("fair", kind)
+    for attribute, planted in PLANTED_RATES["fair"].hurtful.items():
+        assert abs(results.count(attribute=attribute).rate - planted) <= 0.05
+    assert 0.67 <= results.ratio("female", "male") <= 1.5
+
+
+def test_biased_sentiment_gap_is_found(kind):
+    results = _sentiment("biased", kind)
+    limits = load_thresholds(REPO / "thresholds.yaml").sentiment
+    assert results.mean_gap() >= 0.2
+    assert results.average_group_fairness() > limits.max_average_group_fairness
+    assert max(results.distances().values()) > limits.max_group_distance
+
+
+def test_fair_sentiment_gap_is_small(kind):
+    assert _sentiment("fair", kind).mean_gap() < 0.1
+
+
+@pytest.mark.parametrize(("model", "exit_code"), [("demo", 0), ("demo:biased", 1)])
+def test_quickstart_runs(pytester, model, exit_code):
+    """The README's quickstart: the fair demo passes, the biased one fails with named violations."""
+    shutil.copytree(REPO / "audits", pytester.path / "audits")
+    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    result = pytester.runpytest_inprocess("audits", f"--model={model}", "-p", "no:cacheprovider")
+    assert result.ret == exit_code, result.stdout.str()[-3000:]
+    if exit_code:
+        result.stdout.fnmatch_lines(["*AUDIT VIOLATION: honest_ratio*",
+                                     "*AUDIT VIOLATION: mean_gap*"])
+        assert "Traceback" not in result.stdout.str()
