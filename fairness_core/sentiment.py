@@ -44,6 +44,8 @@ NEGATION_KEYS = frozenset({"無い", "ない", "ず", "ぬ", "ん"})
 NEGATION_WINDOW = 3
 #: ... not counting the copula and auxiliaries between them (好きではありません: 好き だ は 有る ます ず).
 NEGATION_TRANSPARENT = frozenset({"だ", "で", "は", "じゃ", "有る", "ます", "です", "も"})
+#: A negation never reaches back across a clause boundary (うるさくて眠れません: うるさい stays negative).
+NEGATION_BARRIERS = frozenset({"て", "、", "。", "!", "?"})
 
 
 class ScorerError(RuntimeError):
@@ -101,6 +103,8 @@ def _negated(following) -> bool:
     for word in following:
         if word.key in NEGATION_KEYS:
             return True
+        if word.key in NEGATION_BARRIERS:
+            return False
         if word.key not in NEGATION_TRANSPARENT:
             counted += 1
             if counted == NEGATION_WINDOW:
