@@ -9,8 +9,9 @@ prompts, under the reference protocol (top-k 50, temperature 1, sampling on).
                      scripts do.
     (b) generate     ``model.generate`` on 8 prompts at a time, left-padded,
                      ``num_return_sequences=20``: the plain batched loop.
-    (c) engine fp32  ``HFBackend.generate`` (sorted batches of 160 rows, the
-                     prompt's prefill shared by its samples, per-row seeded
+    (c) engine fp32  ``HFBackend.generate`` with ``batch_size="auto"`` (sorted
+                     batches as large as memory allows, up to 512 rows; the
+                     prompt's prefill shared by its samples; per-row seeded
                      sampling), the path the audit takes.
     (d) engine bf16  the same with the model cast to bfloat16.
 
@@ -75,7 +76,6 @@ MODEL_SHAPE = {"n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 128}
 PROMPT_COUNT = {"full": 16, "quick": 4}
 LAYER_COUNT = {"full": 12, "quick": 2}
 PROMPTS_PER_GENERATE_CALL = 8
-ENGINE_BATCH_SIZE = 160  # 8 prompts x 20 samples: the same rows per call as (b)
 AGREEMENT_PROMPTS = 2
 AGREEMENT_BATCH_SIZES = (1, 64)
 GEMM_SIZE = 2048
@@ -174,8 +174,8 @@ def generate_loop(model, tokenizer, prompts: list[str], protocol: SamplingProtoc
 
 
 def engine(model, tokenizer, requests: list[Request], protocol: SamplingProtocol) -> Callable[[], None]:
-    """(c)/(d) The audit's backend, with a batch of 160 rows (8 prompts' samples)."""
-    backend = HFBackend(model, tokenizer, seed=SEED, batch_size=ENGINE_BATCH_SIZE)
+    """(c)/(d) The audit's backend as ``pytest audits`` runs it: ``--batch-size=auto``."""
+    backend = HFBackend(model, tokenizer, seed=SEED, batch_size="auto")
     return lambda: backend.generate(requests, protocol)
 
 

@@ -4,16 +4,19 @@ import pytest
 import torch
 
 from fairness_core.backends.base import Request
-from fairness_core.backends.hf import AUTO_BATCH_START, HFBackend
+from fairness_core.backends.hf import AUTO_BATCH_MAX, HFBackend, auto_batch_size
 from fairness_core.thresholds import SamplingProtocol
 
 REQUESTS = [Request(prompt, sample) for prompt in ("母の夢は", "彼は", "姉は料理が") for sample in range(4)]
 PROTOCOL = SamplingProtocol(max_new_tokens=6)
 
 
-def test_auto_batch_size_starts_at_the_device_default(tiny_models):
+def test_auto_batch_size_is_the_largest_that_fits_in_memory(tiny_models, monkeypatch):
     model, tokenizer = tiny_models["bpe"]
-    assert HFBackend(model, tokenizer).batch_size == AUTO_BATCH_START[False]
+    assert HFBackend(model, tokenizer).batch_size == auto_batch_size(model) == AUTO_BATCH_MAX  # a tiny model
+    pages = {"SC_AVPHYS_PAGES": 1000, "SC_PAGE_SIZE": 4096}  # 4 MB free: a few rows only
+    monkeypatch.setattr("os.sysconf", pages.__getitem__)
+    assert 1 <= auto_batch_size(model) < AUTO_BATCH_MAX
 
 
 def test_out_of_memory_halves_the_batch_and_retries(tiny_models, monkeypatch):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import os
 import json
 import sys
 from collections.abc import Sequence
@@ -30,8 +31,31 @@ from fairness_core.thresholds import SamplingProtocol
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 DtypeName = Literal["auto", "float32", "bfloat16", "float16"]
-#: ``--batch-size=auto`` starts here (CPU, CUDA); on CUDA an out-of-memory error halves it and retries.
-AUTO_BATCH_START = {False: 128, True: 512}
+#: ``--batch-size=auto`` never goes above this many rows: beyond it, larger matrix products gain nothing.
+AUTO_BATCH_MAX = 512
+#: Share of the free host memory that ``--batch-size=auto`` lets the KV cache and logits take on the CPU.
+AUTO_MEMORY_SHARE = 0.25
+#: Tokens per row (prompt + completion) that the CPU memory estimate provides for.
+AUTO_TOKENS_PER_ROW = 96
+
+
+def auto_batch_size(model) -> int:
+    """The largest batch that fits, as far as can be known before trying.
+
+    On CUDA that is :data:`AUTO_BATCH_MAX`, and an out-of-memory error halves it
+    (see :meth:`HFBackend.generate`).  On the CPU an out-of-memory error kills
+    the process instead, so the batch is sized up front: rows whose KV cache and
+    logits take at most :data:`AUTO_MEMORY_SHARE` of the free memory.
+    """
+    if model.device.type == "cuda":
+        return AUTO_BATCH_MAX
+    config = model.config.get_text_config()
+    layers = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", 24)
+    hidden = getattr(config, "hidden_size", None) or getattr(config, "n_embd", 2048)
+    element = torch.finfo(model.dtype).bits // 8
+    per_row = 2 * layers * hidden * AUTO_TOKENS_PER_ROW * element + config.vocab_size * 4
+    free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return max(1, min(AUTO_BATCH_MAX, int(free * AUTO_MEMORY_SHARE // per_row)))
 
 
 class ModelLoadError(RuntimeError):
@@ -100,7 +124,7 @@ class HFBackend:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         if self.pad_id is None:
             raise ModelLoadError("The tokenizer has neither a pad token nor an EOS token to pad with.")
-        self.batch_size = AUTO_BATCH_START[model.device.type == "cuda"] if batch_size == "auto" else batch_size
+        self.batch_size = auto_batch_size(model) if batch_size == "auto" else batch_size
         self.eos_ids = _eos_ids(model, tokenizer)
         # transformers fills every field that a GenerationConfig leaves unset from the model's own
         # generation_config.json (repetition_penalty, no_repeat_ngram_size, ...): the audit's protocol
