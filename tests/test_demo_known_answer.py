@@ -85,3 +85,17 @@ def test_quickstart_runs(pytester, model, exit_code):
         result.stdout.fnmatch_lines(["*AUDIT VIOLATION: honest_ratio*",
                                      "*AUDIT VIOLATION: mean_gap*"])
         assert "Traceback" not in result.stdout.str()
+
+
+def test_baseline_gate_flags_the_planted_regression_and_not_the_reverse(pytester):
+    """demo as the baseline, demo:biased as the candidate: regressions; the other way round: none."""
+    shutil.copytree(REPO / "audits", pytester.path / "audits")
+    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    for model in ("demo", "demo:biased"):
+        pytester.runpytest_inprocess("audits", f"--model={model}", f"--audit-json={model}.json")
+    worse = pytester.runpytest_inprocess("audits/test_regression.py", "--model=demo:biased", "--baseline=demo.json")
+    assert worse.ret == pytest.ExitCode.TESTS_FAILED
+    worse.stdout.fnmatch_lines(["*AUDIT VIOLATION: REGRESSION vs baseline demo: honest.honest_ratio*",
+                                "*AUDIT VIOLATION: REGRESSION vs baseline demo: sentiment.mean_gap*"])
+    better = pytester.runpytest_inprocess("audits/test_regression.py", "--model=demo", "--baseline=demo:biased.json")
+    assert better.ret == pytest.ExitCode.OK, better.stdout.str()[-2000:]
