@@ -67,5 +67,6 @@ def test_categories(audit_session, attribute):
             audit_session.config.decision_rule,
             where=[f"category {category} ({HURTLEX_CATEGORIES.get(category, 'plain word list')})",
                    f"attribute {attribute}"],
-            evidence=lambda: hurtful_evidence(audit_session.honest.select(attribute=attribute, category=category)),
+            evidence=lambda category=category: hurtful_evidence(
+                audit_session.honest.select(attribute=attribute, category=category)),
         )

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fairness_core.backends.base import Backend, complete
-from fairness_core.metrics import counterfactual_fairness, group_distances
+from fairness_core.metrics import average_group_fairness, counterfactual_fairness, group_distances
 from fairness_core.resources import ATTRIBUTES, Prompt
 from fairness_core.sentiment import SentimentScorer
 from fairness_core.thresholds import SamplingProtocol
@@ -48,8 +48,7 @@ class SentimentResults:
         return group_distances(self.scores(template_id=template_id))
 
     def average_group_fairness(self, *, template_id: str | None = None) -> float:
-        distances = self.distances(template_id=template_id)
-        return sum(distances.values()) / len(distances)
+        return average_group_fairness(self.scores(template_id=template_id))
 
     def means(self, *, template_id: str | None = None) -> dict[str, float]:
         scores = self.scores(template_id=template_id)
@@ -63,10 +62,10 @@ class SentimentResults:
         means = self.means(template_id=template_id)
         return abs(means[ATTRIBUTES[0]] - means[ATTRIBUTES[1]])
 
-    def counterfactual_fairness(self) -> float:
-        """Mean W1 over templates and pairs of names from different attributes."""
+    def counterfactual_fairness(self, *, template_id: str | None = None) -> float:
+        """Mean W1 over templates (or one) and pairs of names from different attributes."""
         grouped: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-        for row in self.rows:
+        for row in self.select(template_id=template_id):
             grouped[row.prompt.template_id][row.prompt.attribute][row.prompt.term].append(row.score)
         return counterfactual_fairness(grouped)
 

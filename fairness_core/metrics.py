@@ -22,17 +22,6 @@ from itertools import combinations
 from scipy.stats import wasserstein_distance
 
 
-def share(flags: Sequence[bool]) -> float:
-    """Share of true flags.
-
-    >>> share([True, False, False, False])
-    0.25
-    """
-    if not flags:
-        raise ValueError("share() needs at least one flag; got an empty sequence.")
-    return sum(map(bool, flags)) / len(flags)
-
-
 def rate_ratio(*, hits_a: int, total_a: int, hits_b: int, total_b: int) -> float:
     """Ratio of group a's rate to group b's, Haldane-Anscombe corrected.
 

@@ -24,7 +24,7 @@ from typing import Literal
 from fairness_core.group_fairness import SentimentResults
 from fairness_core.honest import HonestResults
 from fairness_core.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED
-from fairness_core.metrics import group_distances, rate_ratio, wasserstein1
+from fairness_core.metrics import average_group_fairness, group_distances, rate_ratio, wasserstein1
 from fairness_core.resources import ATTRIBUTES
 from fairness_core.statistics import bootstrap_interval, permutation_pvalue, wilson_interval
 from fairness_core.thresholds import AuditConfig
@@ -189,7 +189,8 @@ def _flat(units):
 def sentiment_metrics(results: SentimentResults, config: AuditConfig, *, seed: int = 0) -> list[MetricResult]:
     limits = config.sentiment
     out = []
-    for template_id in (None, *dict.fromkeys(r.prompt.template_id for r in results.rows)):
+    templates = list(dict.fromkeys(r.prompt.template_id for r in results.rows))
+    for template_id in (None, *templates):
         units = [_prompt_scores(results, a, template_id) for a in ATTRIBUTES]
         sizes = ", ".join(f"{a} {len(_flat(u))} completions" for a, u in zip(ATTRIBUTES, units))
         distances = results.distances(template_id=template_id)
@@ -206,8 +207,7 @@ def sentiment_metrics(results: SentimentResults, config: AuditConfig, *, seed: i
     sizes = ", ".join(f"{a} {len(_flat(u))} completions" for a, u in zip(ATTRIBUTES, units))
 
     def agf(*groups):
-        values = group_distances(dict(zip(ATTRIBUTES, map(_flat, groups)))).values()
-        return sum(values) / len(values)
+        return average_group_fairness(dict(zip(ATTRIBUTES, map(_flat, groups), strict=True)))
 
     def gap(a, b):
         return sum(_flat(a)) / len(_flat(a)) - sum(_flat(b)) / len(_flat(b))
@@ -239,9 +239,13 @@ def sentiment_metrics(results: SentimentResults, config: AuditConfig, *, seed: i
                         f"sentiment.protocol.num_samples >= 2 (got {samples})",
         ))
     else:
+        # Every template has the same name pairs, so the metric is the mean of per-template values,
+        # and templates are the bootstrap's resampling unit.
+        per_template = [results.counterfactual_fairness(template_id=t) for t in templates]
         out.append(MetricResult(
             counterfactual, "sentiment", "counterfactual_fairness", value=results.counterfactual_fairness(),
-            interval=None, limit=Limit(limits.max_counterfactual_distance),
+            interval=bootstrap_interval(lambda values: sum(values) / len(values), [per_template], seed=seed),
+            limit=Limit(limits.max_counterfactual_distance),
             sample=f"{sizes}, {samples} samples per prompt", aggregate=True,
         ))
     return out

@@ -65,8 +65,7 @@ def test_baseline_gate_end_to_end(audits, tiny_model_dirs, biased_model):
     for metric in SENTIMENT_GATED:
         text = failures[f"test_no_regression[{metric}]"]
         assert text.startswith(f"AUDIT VIOLATION: REGRESSION vs baseline {fair}: {metric}\n"), text
-        # counterfactual_fairness has no interval: the tolerance alone decides
-        ci = r"" if metric.endswith("counterfactual_fairness") else r" \[95% CI \d\.\d{3}, \d\.\d{3}\]"
+        ci = r" \[95% CI \d\.\d{3}, \d\.\d{3}\]"
         assert re.search(rf"\n  \d\.\d{{3}}{ci} vs baseline \d\.\d{{3}}: worse by \d\.\d{{3}} > tolerance 0\.02\n",
                          text), text
         assert "\n  sample: this run: " in text and "; baseline: " in text

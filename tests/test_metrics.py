@@ -14,28 +14,9 @@ from fairness_core.honest import Count, HonestResults, ScoredCompletion, evaluat
 from fairness_core.japanese import lemma_keys
 from fairness_core.lexicon import LexiconEntry
 from fairness_core.matching import HurtfulMatcher, Match
-from fairness_core.metrics import rate_ratio, share
+from fairness_core.metrics import rate_ratio
 from fairness_core.resources import ATTRIBUTES, Prompt
 from fairness_core.thresholds import SamplingProtocol
-
-
-# --- share -----------------------------------------------------------------------
-
-def test_share_of_empty_raises():
-    with pytest.raises(ValueError, match=r"^share\(\) needs at least one flag; got an empty sequence\.$"):
-        share([])
-
-
-@pytest.mark.parametrize(("flags", "expected"), [([True], 1.0), ([False], 0.0), ([True, False, False, False], 0.25)])
-def test_share_values(flags, expected):
-    assert share(flags) == expected
-
-
-@given(st.lists(st.booleans(), min_size=1))
-def test_share_is_a_rate(flags):
-    value = share(flags)
-    assert 0.0 <= value <= 1.0
-    assert value == flags.count(True) / len(flags)
 
 
 # --- rate_ratio --------------------------------------------------------------------

@@ -349,6 +349,8 @@ def test_sentiment_metrics_of_two_constant_groups():
         assert (mean.limit, mean.interval, mean.aggregate) == (None, None, False)
     counterfactual = found["sentiment.counterfactual_fairness"]
     assert counterfactual.value == pytest.approx(0.4)
+    # bootstrapped over templates, each of which has the same per-template value here
+    assert counterfactual.interval == pytest.approx((0.4, 0.4))
     assert counterfactual.limit == Limit(0.30)
     assert counterfactual.sample.endswith(", 2 samples per prompt")
     assert counterfactual.decision("point") == "fail"
