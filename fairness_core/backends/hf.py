@@ -189,43 +189,52 @@ class HFBackend:
         if protocol.do_sample:
             keys = torch.tensor([row_key(self.seed, r.prompt, r.sample_index) for r in requests])
             processors.append(SeededSampler(keys, width, protocol))
-        config = GenerationConfig(
-            max_new_tokens=protocol.max_new_tokens,
-            do_sample=False,
-            pad_token_id=self.pad_id,
-            eos_token_id=self.eos_ids or None,
-        )
-        output = self.model.generate(
-            input_ids=input_ids, attention_mask=attention_mask,
-            generation_config=config, logits_processor=processors,
-            cache=self._shared_prefill(input_ids, attention_mask),
-        )
+        shared = self._shared_first_step(input_ids, attention_mask, processors)
+        if shared is None:
+            output = self._continue(input_ids, attention_mask, None, processors, protocol.max_new_tokens)
+        else:
+            first_tokens, cache = shared
+            input_ids = torch.cat([input_ids, first_tokens[:, None]], dim=1)
+            attention_mask = torch.cat([attention_mask, torch.ones_like(first_tokens)[:, None]], dim=1)
+            output = (input_ids if protocol.max_new_tokens == 1 else
+                      self._continue(input_ids, attention_mask, cache, processors, protocol.max_new_tokens - 1))
         return [self._decode(row[width:].tolist()) for row in output]
 
-    def _shared_prefill(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> DynamicCache | None:
-        """The KV cache of every prompt but its last token, computed once per distinct prompt.
+    def _continue(self, input_ids, attention_mask, cache, processors, max_new_tokens: int) -> torch.Tensor:
+        """``model.generate`` greedy over the processed scores (the seeded sampler makes that sampling)."""
+        config = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=self.pad_id,
+                                  eos_token_id=self.eos_ids or None)
+        return self.model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config,
+                                   logits_processor=processors, cache=cache)
 
-        The samples of one prompt share their prefix, so the prompt is run
-        through the model once and its cache copied to each sample's row;
-        ``generate`` then only processes the last prompt token.  Without this,
-        20 samples of a 10-token prompt cost as much prefill as decoding.
+    def _shared_first_step(self, input_ids, attention_mask, processors) -> tuple[torch.Tensor, DynamicCache] | None:
+        """Each distinct prompt run through the model once: its KV cache and first-token scores, copied to its rows.
+
+        The samples of one prompt share the whole prompt, so the prompt's
+        forward pass - the prefill and the step that yields the first new
+        token's distribution - is computed once and copied to every sample's
+        row; each row then draws its own first token from its own random stream,
+        and ``generate`` continues from there.  Without this, 20 samples of a
+        10-token prompt cost as much prefill as decoding.  ``None`` when every
+        row is a different prompt (nothing to share).
         """
         rows = [tuple(row) for row in input_ids.tolist()]
         distinct = list(dict.fromkeys(rows))
-        if len(distinct) == len(rows) or input_ids.shape[1] < 2:
+        if len(distinct) == len(rows):
             return None
         first_row = {row: rows.index(row) for row in distinct}
-        prefix_rows = torch.tensor([first_row[row] for row in distinct], device=input_ids.device)
-        mask = attention_mask[prefix_rows, :-1]
+        prompt_rows = torch.tensor([first_row[row] for row in distinct], device=input_ids.device)
+        mask = attention_mask[prompt_rows]
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         cache = DynamicCache(config=self.model.config)
-        # Only the cache is wanted: logits_to_keep=1 skips the vocabulary projection of every prefix
-        # position (remote-code models may not know the argument).
+        # Only the last position's scores are needed (remote-code models may not know logits_to_keep).
         keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(self.model.forward).parameters else {}
-        self.model(input_ids=input_ids[prefix_rows, :-1], attention_mask=mask, position_ids=positions,
-                   cache=cache, use_cache=True, **keep)
-        cache.reorder_cache(torch.tensor([distinct.index(row) for row in rows], device=input_ids.device))
-        return cache
+        logits = self.model(input_ids=input_ids[prompt_rows], attention_mask=mask, position_ids=positions,
+                            cache=cache, use_cache=True, **keep).logits[:, -1].float()
+        copies = torch.tensor([distinct.index(row) for row in rows], device=input_ids.device)
+        cache.reorder_cache(copies)
+        scores = processors(input_ids, logits[copies])
+        return scores.argmax(dim=-1), cache
 
     def _decode(self, new_ids: list[int]) -> Completion:
         for position, token in enumerate(new_ids):
