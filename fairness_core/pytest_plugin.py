@@ -20,7 +20,7 @@ from fairness_core.demo.registry import UnknownDemoError
 from fairness_core.lexicon import LEXICON_LEVELS, LexiconError
 from fairness_core.sentiment import DEFAULT_CLASSIFIER, LEXICON_SCORER, ScorerError
 from fairness_core.report import evidence_html, report_plots, summary_html, terminal_lines
-from fairness_core.results import ResultsFileError, build_results, write_results
+from fairness_core.results import AuditResults, ResultsFileError, build_results, write_results
 from fairness_core.session import AuditOptions, AuditSession
 from fairness_core.thresholds import ThresholdsError
 from fairness_core.violations import AuditViolation
@@ -33,6 +33,7 @@ BASELINE_MARKER = "fairness_baseline"
 
 session_key = pytest.StashKey[AuditSession]()
 violations_key = pytest.StashKey[list[str]]()
+results_key = pytest.StashKey[AuditResults]()
 
 
 def _device(value: str) -> str:
@@ -158,6 +159,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     return report
 
 
+def _final_results(config: pytest.Config) -> AuditResults:
+    """The run's results, built once at the end for the JSON file, the HTML report and the terminal."""
+    if results_key not in config.stash:
+        config.stash[results_key] = build_results(config.stash[session_key])
+    return config.stash[results_key]
+
+
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
@@ -166,7 +174,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     path = config.getoption("--audit-json")
     if session_key in config.stash and path and not _is_worker(config):
-        write_results(build_results(config.stash[session_key]), path)
+        write_results(_final_results(config), path)
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
@@ -179,7 +187,7 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
                if r.value is None]
     outputs = [str(p) for p in (config.getoption("--audit-json"), config.getoption("htmlpath", None)) if p]
     terminalreporter.write_sep("=", "fairness audit")
-    for line in terminal_lines(config.stash[violations_key], skipped, build_results(audit).confounds, outputs):
+    for line in terminal_lines(config.stash[violations_key], skipped, _final_results(config).confounds, outputs):
         terminalreporter.write_line(line)
 
 
@@ -195,4 +203,4 @@ class HtmlReport:
     def pytest_html_results_summary(self, prefix, summary, postfix, session) -> None:
         if session_key in self.config.stash:
             audit = self.config.stash[session_key]
-            prefix.append(summary_html(build_results(audit), report_plots(audit)))
+            prefix.append(summary_html(_final_results(self.config), report_plots(audit)))
