@@ -13,8 +13,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
-import os
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
