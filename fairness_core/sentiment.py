@@ -26,6 +26,7 @@ from typing import Protocol
 import torch
 
 from fairness_core.japanese import lemma_keys, morphemes, normalize
+from fairness_core.locations import MissingFolderError, first_line, resolve_location
 from fairness_core.matching import LemmaSequenceIndex
 
 DEFAULT_CLASSIFIER = "daigo/bert-base-japanese-sentiment"
@@ -137,20 +138,14 @@ class ClassifierScorer:
                         device: str = "cpu") -> ClassifierScorer:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        if name_or_path.startswith(("/", ".", "~")) and not Path(name_or_path).expanduser().is_dir():
-            raise ScorerError(f"--sentiment={name_or_path}: the sentiment classifier could not be loaded (no such "
-                              f"directory). Without hub access or a local copy, use the offline scorer: "
-                              f"--sentiment={LEXICON_SCORER}")
-        name_or_path = str(Path(name_or_path).expanduser()) if name_or_path.startswith("~") else name_or_path
         try:
-            tokenizer = AutoTokenizer.from_pretrained(name_or_path)
-            model = AutoModelForSequenceClassification.from_pretrained(name_or_path)
+            location = resolve_location(name_or_path)
+            tokenizer = AutoTokenizer.from_pretrained(location)
+            model = AutoModelForSequenceClassification.from_pretrained(location)
+        except MissingFolderError:
+            raise ScorerError(_cannot_load(name_or_path, "no such directory")) from None
         except (OSError, ValueError, ImportError) as err:
-            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise ScorerError(
-                f"--sentiment={name_or_path}: the sentiment classifier could not be loaded ({reason}). "
-                f"Without hub access or a local copy, use the offline scorer: --sentiment={LEXICON_SCORER}"
-            ) from err
+            raise ScorerError(_cannot_load(name_or_path, first_line(err))) from err
         return cls(model.to(device), tokenizer, name=name_or_path, label_positivity=label_positivity)
 
     @torch.inference_mode()
@@ -162,6 +157,11 @@ class ClassifierScorer:
             logits = self.model(**inputs.to(self.model.device)).logits.float()
             scores.extend((logits.softmax(-1).cpu() @ self.positivity).tolist())
         return scores
+
+
+def _cannot_load(name_or_path: str, reason: str) -> str:
+    return (f"--sentiment={name_or_path}: the sentiment classifier could not be loaded ({reason}). "
+            f"Without hub access or a local copy, use the offline scorer: --sentiment={LEXICON_SCORER}")
 
 
 def positivity_of_labels(labels: Sequence[str], configured: Mapping[str, float] | None, *,

@@ -17,7 +17,6 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Literal
 
 import torch
@@ -27,6 +26,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, Gene
 
 from fairness_core.backends.base import Completion, Request
 from fairness_core.backends.sampling import SeededSampler, row_key
+from fairness_core.locations import MissingFolderError, first_line, resolve_location
 from fairness_core.thresholds import SamplingProtocol
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -81,11 +81,10 @@ def load_model(
     dtype: DtypeName = "auto",
 ):
     """``from_pretrained`` for the model and its tokenizer, errors turned into one readable message."""
-    looks_like_path = name_or_path.startswith(("/", ".", "~")) or Path(name_or_path).exists()
-    if looks_like_path:
-        if not Path(name_or_path).expanduser().is_dir():
-            raise ModelLoadError(f"--model={name_or_path}: no such directory.")
-        name_or_path = str(Path(name_or_path).expanduser())
+    try:
+        name_or_path = resolve_location(name_or_path)
+    except MissingFolderError:
+        raise ModelLoadError(f"--model={name_or_path}: no such directory.") from None
     kwargs = {"revision": revision, "trust_remote_code": trust_remote_code}
     try:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path, **kwargs)
@@ -93,8 +92,7 @@ def load_model(
             name_or_path, dtype="auto" if dtype == "auto" else DTYPES[dtype], **kwargs
         )
     except (OSError, ValueError, KeyError) as err:
-        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ModelLoadError(f"--model={name_or_path} could not be loaded: {first_line}") from err
+        raise ModelLoadError(f"--model={name_or_path} could not be loaded: {first_line(err)}") from err
     model.to(resolve_device(device)).eval()
     return model, tokenizer
 
