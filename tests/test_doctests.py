@@ -21,6 +21,13 @@ MODULES = (
     "fairness_core.backends.sampling",
     "fairness_core.demo.tokenizers",
     "fairness_core.demo.models",
+    "fairness_core.demo.registry",
+    "fairness_core.group_fairness",
+    "fairness_core.health",
+    "fairness_core.locations",
+    "fairness_core.scorecard",
+    "fairness_core.sentiment",
+    "fairness_core.statistics",
 )
 
 
