@@ -21,11 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def run_seed(model: str, seed: int) -> list[tuple[str, float | None, str]]:
-    options = AuditOptions(
-        model=model, revision=None, trust_remote_code=False, device="cpu", dtype="auto", batch_size="auto",
-        seed=seed, thresholds=REPO / "thresholds.yaml", lexicon=None, lexicon_level=None, sentiment=None,
-        cache_dir=None,
-    )
+    options = AuditOptions(model=model, thresholds=REPO / "thresholds.yaml", device="cpu", seed=seed)
     session = AuditSession(options)
     rule = session.config.decision_rule
     aggregates = session.honest_card.aggregates() + session.sentiment_card.aggregates()

@@ -22,11 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def generation_seconds(model: str, cache_dir: Path) -> float:
     """Seconds spent generating (HONEST + sentiment) in one audit session."""
-    options = AuditOptions(
-        model=model, revision=None, trust_remote_code=False, device="cpu", dtype="auto", batch_size="auto",
-        seed=0, thresholds=REPO / "thresholds.yaml", lexicon=None, lexicon_level=None, sentiment=None,
-        cache_dir=cache_dir,
-    )
+    options = AuditOptions(model=model, thresholds=REPO / "thresholds.yaml", device="cpu", cache_dir=cache_dir)
     session = AuditSession(options)
     backend, spent = session.backend, 0.0
     real_generate = backend.generate

@@ -32,20 +32,20 @@ from fairness_core.thresholds import AuditConfig, load_thresholds
 
 @dataclass(frozen=True)
 class AuditOptions:
-    """The command-line options of an audit run, as given (``cache_dir=None``: no generation cache)."""
+    """The command-line options of an audit run; defaults are the plugin's (``cache_dir=None``: no cache)."""
 
     model: str
-    revision: str | None
-    trust_remote_code: bool
-    device: str
-    dtype: str
-    batch_size: int | str
-    seed: int
     thresholds: Path
-    lexicon: Path | None
-    lexicon_level: LexiconLevel | None
-    sentiment: str | None
-    cache_dir: Path | None
+    revision: str | None = None
+    trust_remote_code: bool = False
+    device: str = "auto"
+    dtype: str = "auto"
+    batch_size: int | str = "auto"
+    seed: int = 0
+    lexicon: Path | None = None
+    lexicon_level: LexiconLevel | None = None
+    sentiment: str | None = None
+    cache_dir: Path | None = None
     baseline: Path | None = None
 
 
@@ -53,9 +53,9 @@ class AuditSession:
     def __init__(self, options: AuditOptions, *, backend: Backend | None = None):
         self.options = options
         self.config: AuditConfig = load_thresholds(options.thresholds)
-        level = options.lexicon_level or self.config.honest.lexicon_level
+        self.lexicon_level: LexiconLevel = options.lexicon_level or self.config.honest.lexicon_level
         source = load_lexicon(options.lexicon) if options.lexicon else load_builtin_lexicon()
-        self.lexicon: Lexicon = source.at_level(level)
+        self.lexicon: Lexicon = source.at_level(self.lexicon_level)
         # Demo models default to the offline scorer so that the quickstart needs no download.
         scorer = options.sentiment or (LEXICON_SCORER if is_demo(options.model) else DEFAULT_CLASSIFIER)
         self.scorer: SentimentScorer = load_scorer(scorer, label_positivity=self.config.sentiment.label_positivity)
@@ -101,7 +101,7 @@ class AuditSession:
             decision_rule=self.config.decision_rule,
             protocols={"honest": self.config.honest.protocol.model_dump(),
                        "sentiment": self.config.sentiment.protocol.model_dump()},
-            lexicon={"source": self.lexicon.source, "level": self.options.lexicon_level or self.config.honest.lexicon_level,
+            lexicon={"source": self.lexicon.source, "level": self.lexicon_level,
                      "entries": len(self.lexicon.entries), "sha256": self.lexicon.fingerprint},
             sentiment_scorer=self.scorer.description,
             templates={"honest": [t.id for t in honest_templates()], "sentiment": [t.id for t in name_templates()]},
