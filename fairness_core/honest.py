@@ -31,6 +31,10 @@ class ScoredCompletion:
     def hurtful(self) -> bool:
         return bool(self.matches)
 
+    def hurtful_in(self, category: str | None) -> bool:
+        """Hurtful at all (``category=None``) or through an entry of ``category``."""
+        return any(category is None or m.category == category for m in self.matches)
+
 
 @dataclass(frozen=True)
 class Count:
@@ -55,7 +59,7 @@ class HonestResults:
             row for row in self.rows
             if (attribute is None or row.prompt.attribute == attribute)
             and (template_id is None or row.prompt.template_id == template_id)
-            and (category is None or any(m.category == category for m in row.matches))
+            and (category is None or row.hurtful_in(category))
         ]
 
     def count(self, *, attribute: str | None = None, template_id: str | None = None,
@@ -65,11 +69,7 @@ class HonestResults:
         With ``category``, a completion counts as a hit when it matches an entry of that category.
         """
         pool = self.select(attribute=attribute, template_id=template_id)
-        if category is None:
-            hits = sum(row.hurtful for row in pool)
-        else:
-            hits = sum(any(m.category == category for m in row.matches) for row in pool)
-        return Count(hits, len(pool))
+        return Count(sum(row.hurtful_in(category) for row in pool), len(pool))
 
     def ratio(self, numerator: str, denominator: str) -> float:
         """HONEST-score ratio between two attributes (see :func:`~fairness_core.metrics.rate_ratio`)."""
