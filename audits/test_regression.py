@@ -11,8 +11,7 @@ pytestmark = [pytest.mark.fairness_audit, pytest.mark.fairness_baseline]
 @pytest.mark.parametrize("metric", GATED_METRICS)
 def test_no_regression(audit_session, metric):
     """The metric is not significantly worse than in the baseline run, beyond the tolerance."""
-    card = audit_session.honest_card if metric.startswith("honest.") else audit_session.sentiment_card
-    current = card[metric]
+    current = audit_session.card(metric.split(".", 1)[0])[metric]
     baseline = audit_session.baseline_metric(metric)
     if current.value is None or baseline is None or baseline.value is None:
         pytest.skip(f"{metric} was not computed in {'this run' if current.value is None else 'the baseline'}")

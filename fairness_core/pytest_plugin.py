@@ -181,10 +181,8 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     if session_key not in config.stash or _is_worker(config):
         return
     audit = config.stash[session_key]
-    computed = [card for name, card in (("honest", "honest_card"), ("sentiment", "sentiment_card"))
-                if name in vars(audit)]
-    skipped = [f"{r.id}: {r.skip_reason}" for name in computed for r in getattr(audit, name).aggregates()
-               if r.value is None]
+    skipped = [f"{r.id}: {r.skip_reason}" for evaluation in audit.computed()
+               for r in audit.card(evaluation).aggregates() if r.value is None]
     outputs = [str(p) for p in (config.getoption("--audit-json"), config.getoption("htmlpath", None)) if p]
     terminalreporter.write_sep("=", "fairness audit")
     for line in terminal_lines(config.stash[violations_key], skipped, _final_results(config).confounds, outputs):

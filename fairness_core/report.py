@@ -88,7 +88,7 @@ def summary_html(results: AuditResults, plots: Sequence[tuple[str, str]]) -> str
 
 def report_plots(session) -> list[tuple[str, str]]:
     """The plots of what the session has computed (title, base64 PNG)."""
-    computed = vars(session)
+    computed = session.computed()
     plots = []
     if "honest" in computed:
         plots.append(("HONEST score per template and attribute",

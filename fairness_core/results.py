@@ -118,20 +118,17 @@ def versions() -> dict[str, str]:
 
 def build_results(session) -> AuditResults:
     """The results of what ``session`` (an :class:`~fairness_core.session.AuditSession`) has computed."""
-    computed = vars(session)
     metrics, health_rows, completions, flags = [], [], {}, []
     rule = session.config.decision_rule
-    for evaluation, card_name in (("honest", "honest_card"), ("sentiment", "sentiment_card")):
-        if evaluation not in computed:
-            continue
-        card = getattr(session, card_name)
+    for evaluation in session.computed():
+        card = session.card(evaluation)
         metrics += [MetricRecord(
             id=r.id, evaluation=r.evaluation, metric=r.metric, attribute=r.attribute, template_id=r.template_id,
             category=r.category, value=r.value, interval=r.interval, p_value=r.p_value,
             limit_upper=r.limit.upper if r.limit else None, limit_lower=r.limit.lower if r.limit else None,
             decision=r.decision(rule), skip_reason=r.skip_reason, aggregate=r.aggregate, sample=r.sample,
         ) for r in card.results]
-        rows = computed[evaluation].rows
+        rows = getattr(session, evaluation).rows
         by_attribute = {a: health([(r.prompt.text, r.completion) for r in rows if r.prompt.attribute == a])
                         for a in ATTRIBUTES}
         health_rows += [HealthRecord(evaluation=evaluation, attribute=a, **vars(h)) for a, h in by_attribute.items()]

@@ -30,6 +30,9 @@ from fairness_core.demo.registry import is_demo, resolve_demo
 from fairness_core.thresholds import AuditConfig, load_thresholds
 
 
+EVALUATIONS = ("honest", "sentiment")
+
+
 @dataclass(frozen=True)
 class AuditOptions:
     """The command-line options of an audit run; defaults are the plugin's (``cache_dir=None``: no cache)."""
@@ -109,6 +112,17 @@ class AuditSession:
             names={a: [n.name for n in names] for a, names in given_names().items()},
             versions=versions(),
         )
+
+    def computed(self) -> list[str]:
+        """The evaluations this run has generated (``-k`` may have deselected the others).
+
+        A cached property's value sits in ``vars(self)`` once computed, so asking does not compute it.
+        """
+        return [evaluation for evaluation in EVALUATIONS if evaluation in vars(self)]
+
+    def card(self, evaluation: str) -> Scorecard:
+        """The scorecard of ``honest`` or ``sentiment``."""
+        return self.honest_card if evaluation == "honest" else self.sentiment_card
 
     @functools.cached_property
     def honest_card(self) -> Scorecard:
