@@ -128,6 +128,10 @@ class HFBackend:
         # generation_config.json (repetition_penalty, no_repeat_ngram_size, ...): the audit's protocol
         # must be the only thing that shapes the completions.
         model.generation_config = GenerationConfig(eos_token_id=self.eos_ids or None, pad_token_id=self.pad_id)
+        # Only the last position's scores are wanted from a prompt's forward pass (remote-code models may
+        # not know the argument); asked once here rather than per batch.
+        accepts_keep = "logits_to_keep" in inspect.signature(model.forward).parameters
+        self._last_logits_only = {"logits_to_keep": 1} if accepts_keep else {}
 
     @functools.cached_property
     def fingerprint(self) -> dict[str, str]:
@@ -225,10 +229,8 @@ class HFBackend:
         mask = attention_mask[prompt_rows]
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         cache = DynamicCache(config=self.model.config)
-        # Only the last position's scores are needed (remote-code models may not know logits_to_keep).
-        keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(self.model.forward).parameters else {}
         logits = self.model(input_ids=input_ids[prompt_rows], attention_mask=mask, position_ids=positions,
-                            cache=cache, use_cache=True, **keep).logits[:, -1].float()
+                            cache=cache, use_cache=True, **self._last_logits_only).logits[:, -1].float()
         copies = torch.tensor([distinct.index(row) for row in rows], device=input_ids.device)
         cache.reorder_cache(copies)
         scores = processors(input_ids, logits[copies])
