@@ -13,10 +13,12 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, GPTNeoXConfig, LlamaConfig
 
 from fairness_core.backends.base import Completion, Request
 from fairness_core.backends.hf import HFBackend, ModelLoadError, encode_prompt, load_model, resolve_device
 from fairness_core.backends.sampling import SeededSampler, row_key
+from fairness_core.demo.models import save_model
 from fairness_core.thresholds import SamplingProtocol
 
 #: Prompts whose ends are awkward for tokenizers (checked in test_boundary_prompts_are_awkward):
@@ -297,3 +299,36 @@ def test_max_new_tokens_is_respected(tiny_models, kind):
 
 def test_empty_request_list(tiny_models, kind):
     assert backend(tiny_models, kind).generate([], SAMPLING) == []
+
+
+# --- other architectures -------------------------------------------------------------
+
+#: Tiny configurations of the other model families Japanese LMs come in: rotary positions,
+#: grouped-query attention, nn.Linear layers (GPT-2 has Conv1D) and a separate LM head.
+ARCHITECTURES = {
+    "llama": lambda vocab, eos: LlamaConfig(
+        vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=128, bos_token_id=eos, eos_token_id=eos,
+        initializer_range=0.3),
+    "gpt_neox": lambda vocab, eos: GPTNeoXConfig(
+        vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        max_position_embeddings=128, bos_token_id=eos, eos_token_id=eos, initializer_range=0.3),
+}
+
+
+@pytest.fixture(scope="module", params=ARCHITECTURES)
+def other_architecture(request, tiny_model_dirs, tmp_path_factory):
+    """A randomly initialised model of another family with the SentencePiece tokenizer, saved and loaded back."""
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dirs["sentencepiece"])
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(ARCHITECTURES[request.param](len(tokenizer), tokenizer.eos_token_id))
+    return load_model(str(save_model(model, tokenizer, tmp_path_factory.mktemp(request.param))), device="cpu")
+
+
+@pytest.mark.parametrize("protocol", [GREEDY, SAMPLING], ids=["greedy", "sampling"])
+def test_other_architectures_decode_as_model_generate_does(other_architecture, protocol):
+    """Left padding, positions and the shared prefill are right for rotary models too."""
+    model, tokenizer = other_architecture
+    completions = HFBackend(model, tokenizer, batch_size=64).generate(REQUESTS, protocol)
+    assert completions == [expected_completion(model, tokenizer, r, protocol) for r in REQUESTS]
+    assert len(set(completions)) >= 4, "a degenerate model would make the comparison vacuous"

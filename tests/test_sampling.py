@@ -139,15 +139,28 @@ def test_filter_candidates_is_ordered_best_first():
     assert torch.equal(token_ids[:, 0], logits.argmax(dim=-1))
 
 
-def test_seeded_sampler_masks_everything_but_the_candidates():
+def test_seeded_sampler_as_a_processor_leaves_greedy_decoding_only_its_draw():
     protocol = SamplingProtocol(top_k=3)
-    keys = distinct_keys(4)
-    scores = torch.randn(4, 10, generator=torch.Generator().manual_seed(2))
-    noised = SeededSampler(keys, 2, protocol)(torch.zeros(4, 2, dtype=torch.long), scores)
-    assert noised.shape == scores.shape
-    assert torch.equal(torch.isfinite(noised).sum(dim=-1), torch.full((4,), 3))
+    keys = distinct_keys(200)
+    scores = torch.randn(200, 10, generator=torch.Generator().manual_seed(2))
+    sampler = SeededSampler(keys, 2, protocol)
+    drawn = sampler.tokens(scores, step=1)
+    processed = sampler(torch.zeros(200, 3, dtype=torch.long), scores.clone())
+    assert processed.shape == scores.shape
+    assert torch.equal(torch.isfinite(processed).sum(dim=-1), torch.ones(200, dtype=torch.long))
+    assert torch.equal(processed.argmax(dim=-1), drawn)
     top3 = scores.topk(3, dim=-1).indices
-    assert torch.equal(torch.isfinite(noised).nonzero()[:, 1].view(4, 3).sort().values, top3.sort().values)
+    assert (top3 == drawn[:, None]).any(dim=-1).all(), "only top-k candidates are drawn"
+    assert len(drawn.unique()) > 1
+
+
+def test_seeded_sampler_copies_the_candidates_of_shared_prompts():
+    """Rows that share a prompt's scores draw what they would draw from their own copy of the scores."""
+    protocol = SamplingProtocol(top_k=5, top_p=0.9, temperature=0.8)
+    prompt_scores = torch.randn(3, 40, generator=torch.Generator().manual_seed(4))
+    copies = torch.tensor([2, 0, 0, 1, 2, 2, 1])
+    sampler = SeededSampler(distinct_keys(len(copies)), 4, protocol)
+    assert torch.equal(sampler.tokens(prompt_scores, 0, copies), sampler.tokens(prompt_scores[copies], 0))
 
 
 def test_seeded_sampler_depends_only_on_the_key_of_each_row():
