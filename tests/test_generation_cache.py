@@ -30,7 +30,7 @@ from fairness_core.backends.hf import HFBackend
 from fairness_core.thresholds import SamplingProtocol
 
 FINGERPRINT = {"weights": "ab" * 32, "tokenizer": "cd" * 32, "dtype": "torch.float32", "device": "cpu",
-               "seed": "0", "versions": "torch 2, transformers 5"}
+               "seed": "0", "engine": "2", "versions": "torch 2, transformers 5"}
 REQUESTS = [Request("母は", 0), Request("母は", 1), Request("父の夢は", 0)]
 PROTOCOL = SamplingProtocol(num_samples=2, max_new_tokens=5)
 
@@ -86,6 +86,7 @@ def test_cache_key_is_stable_for_equal_inputs():
         {"fingerprint": {**FINGERPRINT, "dtype": "torch.bfloat16"}},
         {"fingerprint": {**FINGERPRINT, "device": "cuda"}},
         {"fingerprint": {**FINGERPRINT, "versions": "torch 3, transformers 5"}},
+        {"fingerprint": {**FINGERPRINT, "engine": "3"}},
         {"fingerprint": {**FINGERPRINT, "extra": "x"}},
         {"protocol": SamplingProtocol(num_samples=3, max_new_tokens=5)},
         {"protocol": SamplingProtocol(num_samples=2, max_new_tokens=6)},

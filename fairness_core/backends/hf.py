@@ -40,6 +40,9 @@ AUTO_BATCH_MAX = 512
 AUTO_MEMORY_SHARE = 0.25
 #: Tokens per row (prompt + completion) that the CPU memory estimate provides for.
 AUTO_TOKENS_PER_ROW = 96
+#: Part of the generation cache key: bumped whenever a change to the engine (kernels, KV cache, sampling)
+#: can change a completion, so that entries written by an older engine are not served as this one's.
+ENGINE_REVISION = "2"
 
 
 def auto_batch_size(model) -> int:
@@ -154,6 +157,7 @@ class HFBackend:
             "dtype": str(self.model.dtype),
             "device": self.model.device.type,
             "seed": str(self.seed),
+            "engine": ENGINE_REVISION,
             "versions": f"torch {torch.__version__}, transformers {transformers.__version__}",
         }
 
