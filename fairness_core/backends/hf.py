@@ -202,17 +202,39 @@ class HFBackend:
                        max_new_tokens: int) -> torch.Tensor:
         """The rows' new token ids, ``[rows, <= max_new_tokens]``, padding after a row's EOS.
 
-        Each distinct prompt goes through the model once: the samples of one
-        prompt share the whole prompt, so its forward pass - the prefill and the
-        scores of the first new token - is computed once; its KV cache is copied
-        to every sample's row and each row draws its own first token from its
-        own random stream.  Without this, 20 samples of a 10-token prompt cost
-        as much prefill as decoding.  Then one token per step for every row,
-        as ``model.generate`` does: a finished row is fed padding, and the loop
-        ends early once every row has finished.
+        After the shared prefill (:meth:`_prefill`), one token per step for
+        every row, as ``model.generate`` does: a finished row is fed padding,
+        and the loop ends early once every row has finished.
+        """
+        scores, copies, cache = self._prefill(input_ids, attention_mask, capacity=input_ids.shape[1] + max_new_tokens)
+        tokens = scores.argmax(dim=-1)[copies] if sampler is None else sampler.tokens(scores, 0, copies)
+        eos = torch.tensor(self.eos_ids, dtype=torch.long, device=input_ids.device)
+        finished = torch.isin(tokens, eos)
+        generated = [tokens]
+        positions = attention_mask.sum(dim=-1, keepdim=True)
+        for step in range(1, max_new_tokens):
+            if finished.all():
+                break
+            attention_mask = torch.cat([attention_mask, attention_mask.new_ones(len(tokens), 1)], dim=1)
+            scores = self._next_token_scores(tokens[:, None], attention_mask, positions + step - 1, cache)
+            tokens = scores.argmax(dim=-1) if sampler is None else sampler.tokens(scores, step)
+            tokens = tokens.masked_fill(finished, self.pad_id)
+            finished |= torch.isin(tokens, eos)
+            generated.append(tokens)
+        return torch.stack(generated, dim=1)
 
-        The KV cache is ``transformers``' ``StaticCache``, sized for prompt and
-        completion up front and written in place.  ``DynamicCache`` grows every
+    def _prefill(self, input_ids, attention_mask, *, capacity: int) -> tuple[torch.Tensor, torch.Tensor, StaticCache]:
+        """Each distinct prompt through the model once: its first-token scores, each row's prompt, the rows' cache.
+
+        The samples of one prompt share the whole prompt, so its forward pass -
+        the prefill and the scores of the first new token - is computed once and
+        its KV cache copied to every sample's row (row ``i`` holds prompt
+        ``copies[i]``); each row then draws its own first token from its own
+        random stream.  Without this, 20 samples of a 10-token prompt cost as
+        much prefill as decoding.
+
+        The cache is ``transformers``' ``StaticCache``, sized for ``capacity``
+        tokens up front and written in place.  ``DynamicCache`` grows every
         layer by ``torch.cat`` at every step: a fresh tensor of tens of
         megabytes per layer and step for a few hundred rows, which the profiler
         put at a third of the engine's time.
@@ -225,28 +247,14 @@ class HFBackend:
         copies = torch.tensor([prompt_number[row] for row in rows], device=input_ids.device)
         prompt_rows = list(first_row.values())
         prompt_mask = attention_mask[prompt_rows]
-        cache = StaticCache(config=self.model.config, max_cache_len=input_ids.shape[1] + max_new_tokens)
+        cache = StaticCache(config=self.model.config, max_cache_len=capacity)
         scores = self._next_token_scores(input_ids[prompt_rows], prompt_mask,
                                          (prompt_mask.cumsum(-1) - 1).clamp(min=0), cache)
         cache.reorder_cache(copies)
-        tokens = scores.argmax(dim=-1)[copies] if sampler is None else sampler.tokens(scores, 0, copies)
-        eos = torch.tensor(self.eos_ids, dtype=torch.long, device=input_ids.device)
-        finished = torch.isin(tokens, eos)
-        generated = [tokens]
-        positions = attention_mask.sum(dim=-1, keepdim=True)
-        for step in range(1, max_new_tokens):
-            if finished.all():
-                break
-            attention_mask = torch.cat([attention_mask, attention_mask.new_ones(len(rows), 1)], dim=1)
-            scores = self._next_token_scores(tokens[:, None], attention_mask, positions + step - 1, cache)
-            tokens = scores.argmax(dim=-1) if sampler is None else sampler.tokens(scores, step)
-            tokens = tokens.masked_fill(finished, self.pad_id)
-            finished |= torch.isin(tokens, eos)
-            generated.append(tokens)
-        return torch.stack(generated, dim=1)
+        return scores, copies, cache
 
     def _next_token_scores(self, input_ids, attention_mask, position_ids, cache: StaticCache) -> torch.Tensor:
-        """One forward pass over ``input_ids`` after what ``cache`` holds (which it extends): the next token's scores."""
+        """The next token's scores after one forward pass over ``input_ids``, which extends ``cache``."""
         positions = {"position_ids": position_ids} if self._accepts_positions else {}
         output = self.model(input_ids=input_ids, attention_mask=attention_mask, cache=cache, use_cache=True,
                             **positions, **self._last_logits_only)
