@@ -73,16 +73,21 @@ class LoRALinear(torch.nn.Linear):
 def test_layers_with_their_own_code_are_left_alone():
     hooked = linear()
     own_forward = hooked.forward
-    hooked.forward = lambda x: own_forward(x) * 2  # what accelerate's hooks do to a module
+
+    def hook(x):  # what accelerate's hooks do to a module: wrap its forward on the instance
+        return own_forward(x) * 2
+
+    hooked.forward = hook
     subclass = LoRALinear(48, 48)
     half = linear().to(torch.bfloat16)
     plain = linear(80, 48)
     model = torch.nn.ModuleList([hooked, subclass, half, plain])
     with onednn_linears(model):
-        assert [swapped(m) for m in model] == [True, False, False, True]  # hooked: its own instance forward
-        assert hooked.forward is not own_forward and hooked.forward(torch.ones(1, 48)).shape == (1, 80)
-        assert swapped(plain) and plain.forward.func.__name__ == "_onednn_linear"
-    assert [swapped(m) for m in model] == [True, False, False, False]
+        assert hooked.forward is hook
+        assert [swapped(m) for m in model[1:]] == [False, False, True]
+        assert plain.forward.func.__name__ == "_onednn_linear"
+    assert hooked.forward is hook
+    assert not any(swapped(m) for m in model[1:])
 
 
 def test_a_bfloat16_model_keeps_its_linears():
