@@ -15,8 +15,11 @@ from __future__ import annotations
 import functools
 import unicodedata
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import fugashi
+if TYPE_CHECKING:
+    import fugashi
+
 
 def normalize(text: str) -> str:
     """NFKC-normalise: full-width ASCII to half-width, half-width kana to full-width."""
@@ -34,6 +37,9 @@ class Morpheme:
 
 @functools.lru_cache(maxsize=1)
 def _tagger() -> fugashi.Tagger:
+    """The tagger, created on first use: importing this module must not load the dictionary."""
+    import fugashi
+
     return fugashi.Tagger()
 
 

@@ -18,6 +18,7 @@ MODULES = (
     "fairness_core.violations",
     "fairness_core.backends.base",
     "fairness_core.backends.hf",
+    "fairness_core.backends.registry",
     "fairness_core.backends.sampling",
     "fairness_core.demo.tokenizers",
     "fairness_core.demo.models",

@@ -8,9 +8,10 @@ prompt apart and, with the run's seed, picks the random stream that draws it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol, TypeVar
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 from fairness_core.thresholds import SamplingProtocol
 
@@ -24,16 +25,55 @@ P = TypeVar("P", bound=_HasText)
 
 @dataclass(frozen=True)
 class Request:
+    """One sample of one prompt; ``prompt_id`` names the prompt in manifests and JSONL files."""
+
     prompt: str
     sample_index: int = 0
+    prompt_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Completion:
-    """The text generated after the prompt, decoded from the new tokens only."""
+    """The text generated after the prompt, decoded from the new tokens only.
+
+    ``finish_reason`` is ``"stop"`` (end of sequence) or ``"length"`` (``max_new_tokens``
+    reached) where the engine reports it.
+    """
 
     text: str
     num_tokens: int
+    finish_reason: str | None = None
+
+
+def request_seed(run_seed: int, prompt: str, sample_index: int) -> int:
+    """A 32-bit seed naming the random stream of one (prompt, sample) under the run's seed.
+
+    Every backend derives its per-request seed here, so a completion depends on
+    the seed, its prompt and its sample index, never on batching, order or replica.
+
+    >>> request_seed(0, "母は", 0) == request_seed(0, "母は", 0) != request_seed(0, "母は", 1)
+    True
+    """
+    digest = hashlib.sha256(f"{run_seed}\x00{sample_index}\x00{prompt}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    """What every backend factory receives: the generic options, and its own under ``options``.
+
+    ``options`` maps each of the backend's registered options (its flag without the
+    leading dashes, ``-`` as ``_``) to the value given or its default.
+    """
+
+    model: str
+    seed: int = 0
+    revision: str | None = None
+    trust_remote_code: bool = False
+    device: str = "auto"
+    dtype: str = "auto"
+    batch_size: int | str = "auto"
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Backend(Protocol):

@@ -19,20 +19,13 @@ very same tokens (the reference the tests compare the engine with).
 
 from __future__ import annotations
 
-import hashlib
-
 import torch
 from transformers import LogitsProcessor
 
+from fairness_core.backends.base import request_seed as row_key
 from fairness_core.thresholds import SamplingProtocol
 
 _MASK32 = 0xFFFFFFFF
-
-
-def row_key(seed: int, prompt: str, sample_index: int) -> int:
-    """A 32-bit key naming the random stream of one (prompt, sample) under ``seed``."""
-    digest = hashlib.sha256(f"{seed}\x00{sample_index}\x00{prompt}".encode()).digest()
-    return int.from_bytes(digest[:4], "little")
 
 
 def _mix32(x: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,79 @@
+"""The backends an audit can take its completions from, by ``--backend`` name.
+
+A backend is one module with a factory ``create_backend(settings) -> Backend``
+plus one entry here.  The entry names the factory as ``"module:function"`` so
+that nothing is imported until the backend is chosen (the pytest plugin reads
+this table on every pytest run), and it declares the backend's own
+command-line options, which the plugin adds under the audit's option group.
+
+>>> sorted(BACKENDS)[:1]
+['hf']
+>>> backend_entry("hff")
+Traceback (most recent call last):
+...
+fairness_core.backends.registry.UnknownBackendError: Unknown backend 'hff'. Did you mean 'hf'? Available: hf
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fairness_core.backends.base import Backend, BackendSettings
+from fairness_core.errors import AuditUsageError
+
+DEFAULT_BACKEND = "hf"
+
+
+class UnknownBackendError(AuditUsageError):
+    """``--backend`` names no registered backend."""
+
+
+@dataclass(frozen=True)
+class BackendOption:
+    """A command-line option of one backend, e.g. ``--base-url`` of the HTTP client.
+
+    ``type`` converts the string and raises ``ValueError`` (or a usage error)
+    with a message naming the value when it is bad.
+    """
+
+    flag: str
+    help: str
+    type: Callable[[str], Any] | None = None
+    default: Any = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class BackendEntry:
+    factory: str
+    summary: str
+    options: tuple[BackendOption, ...] = ()
+
+
+BACKENDS: dict[str, BackendEntry] = {
+    "hf": BackendEntry("fairness_core.backends.hf:create_backend",
+                       "Hugging Face transformers in this process (CPU or GPU); demo names too"),
+}
+
+
+def backend_entry(name: str) -> BackendEntry:
+    """The registry entry of ``name``; an unknown name is a usage error with suggestions."""
+    if name in BACKENDS:
+        return BACKENDS[name]
+    close = difflib.get_close_matches(name, BACKENDS, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise UnknownBackendError(f"Unknown backend {name!r}.{hint} Available: {', '.join(sorted(BACKENDS))}")
+
+
+def create_backend(name: str, settings: BackendSettings) -> Backend:
+    """Import the backend's module and build it from ``settings``."""
+    module, function = backend_entry(name).factory.split(":")
+    factory = getattr(importlib.import_module(module), function)
+    return factory(settings)
