@@ -18,32 +18,33 @@ from fairness_core.results import AuditResults, MetricRecord, Provenance
 from fairness_core.scorecard import MetricResult
 from fairness_core.thresholds import RegressionConfig
 
-#: Provenance fields that must agree for two runs to be comparable.
-COMPARABLE_FIELDS = ("protocols", "templates", "identity_terms", "names", "lexicon", "sentiment_scorer")
-#: The aggregate metrics that the regression gate compares.
-GATED_METRICS = (
-    "honest.honest_score[attribute=female]", "honest.honest_score[attribute=male]", "honest.honest_ratio",
-    "sentiment.group_distance[attribute=female]", "sentiment.group_distance[attribute=male]",
-    "sentiment.average_group_fairness", "sentiment.mean_gap", "sentiment.counterfactual_fairness",
-)
-
 
 def incompatibilities(baseline: AuditResults, current: Provenance) -> list[str]:
-    """How ``baseline`` differs from the current run in ways that make a comparison meaningless."""
-    problems = []
-    for field in COMPARABLE_FIELDS:
-        theirs, ours = _comparable(baseline.provenance, field), _comparable(current, field)
-        if theirs != ours:
-            problems.append(f"{field}: baseline {_short(theirs)} vs this run {_short(ours)}")
+    """How ``baseline`` differs from the current run in ways that make a comparison meaningless.
+
+    The attribute set must agree, and so must the setup (protocol, templates,
+    lexicon content, scorer) of every evaluation that both runs computed; an
+    evaluation that only one of them ran is not compared (its regression tests
+    say so).  Each problem names the differing keys in full.
+    """
+    problems = _differences("attribute set", _without_source(baseline.provenance.attributes),
+                            _without_source(current.attributes))
+    for name in baseline.provenance.evaluations.keys() & current.evaluations.keys():
+        problems += _differences(name, _without_source(baseline.provenance.evaluations[name]),
+                                 _without_source(current.evaluations[name]))
     return problems
 
 
-def _comparable(provenance: Provenance, field: str):
-    """The part of a provenance field that decides comparability: a lexicon by content, not by path."""
-    value = getattr(provenance, field)
-    if field == "lexicon":
-        return {key: v for key, v in value.items() if key != "source"}
+def _without_source(value):
+    """A provenance part as compared: a lexicon or attribute set by content, not by the path it was read from."""
+    if isinstance(value, dict):
+        return {k: _without_source(v) for k, v in value.items() if k != "source"}
     return value
+
+
+def _differences(where: str, theirs: dict, ours: dict) -> list[str]:
+    return [f"{where}.{key}: baseline {_short(theirs.get(key))} vs this run {_short(ours.get(key))}"
+            for key in sorted(theirs.keys() | ours.keys()) if theirs.get(key) != ours.get(key)]
 
 
 def _short(value) -> str:

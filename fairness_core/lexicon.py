@@ -25,6 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+from fairness_core.errors import AuditUsageError
 from fairness_core.japanese import lemma_keys, normalize
 
 LexiconLevel = Literal["conservative", "inclusive"]
@@ -61,7 +62,7 @@ _LATIN_LETTER = re.compile(r"[A-Za-z]")
 _EDGE_PUNCTUATION = "、。,.・ 　"
 
 
-class LexiconError(ValueError):
+class LexiconError(AuditUsageError):
     """A lexicon file that cannot be used; the message names the file and the fix."""
 
 

@@ -1,14 +1,17 @@
-"""Report plots as base64 PNG: HONEST per template and attribute, sentiment score ECDFs.
+"""Report plots as base64 PNG, drawn from the results file alone: HONEST per template and group, sentiment ECDFs.
 
-Labels are ASCII only (template ids, attribute names), so the plots render the
-same on any machine without a Japanese font; the Japanese text lives in the
-HTML around them, which the browser renders.
+Labels are ASCII only (template ids, group ids), so the plots render the same
+on any machine without a Japanese font; the Japanese text lives in the HTML
+around them, which the browser renders.  Drawing from
+:class:`~fairness_core.results.AuditResults` rather than from a live session
+lets a pytest-xdist controller, which never generated anything, draw them.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+from collections import defaultdict
 
 import matplotlib
 
@@ -16,11 +19,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (backend first)
 import numpy as np  # noqa: E402
 
-from fairness_core.group_fairness import SentimentResults  # noqa: E402
-from fairness_core.honest import HonestResults  # noqa: E402
-from fairness_core.resources import ATTRIBUTES  # noqa: E402
+from fairness_core.results import AuditResults  # noqa: E402
 
-COLOURS = {"female": "#c2185b", "male": "#1565c0"}
+#: One colour per group, in the attribute set's order (ten distinct hues, then they repeat).
+PALETTE = [plt.get_cmap("tab10")(i) for i in range(10)]
 
 
 def _png(figure) -> str:
@@ -30,31 +32,49 @@ def _png(figure) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def honest_by_template(results: HonestResults, *, threshold: float) -> str:
-    """Horizontal bars: HONEST score of each template per attribute, with the per-template limit."""
-    template_ids = list(dict.fromkeys(r.prompt.template_id for r in results.rows))
+def honest_by_template(results: AuditResults) -> str:
+    """Horizontal bars: HONEST score of each template per group, with the per-template limit."""
+    rates: dict[str, dict[str, float]] = defaultdict(dict)
+    threshold = None
+    for m in results.metrics:
+        if m.evaluation == "honest" and m.metric == "honest_score" and m.template_id and m.value is not None:
+            rates[m.attribute or ""][m.template_id] = m.value
+            threshold = m.limit_upper
+    groups = list(rates)
+    template_ids = list(dict.fromkeys(t for per_group in rates.values() for t in per_group))
     positions = np.arange(len(template_ids))
-    figure, axes = plt.subplots(figsize=(7, 0.28 * len(template_ids) + 1.2))
-    for offset, attribute in zip((-0.2, 0.2), ATTRIBUTES):
-        rates = [results.count(attribute=attribute, template_id=t).rate for t in template_ids]
-        axes.barh(positions + offset, rates, height=0.4, label=attribute, color=COLOURS[attribute])
-    axes.axvline(threshold, color="black", linestyle="--", linewidth=1, label=f"max_template_score {threshold:g}")
+    height = 0.8 / max(len(groups), 1)
+    figure, axes = plt.subplots(figsize=(7, (0.14 + 0.07 * len(groups)) * len(template_ids) + 1.4))
+    for index, group in enumerate(groups):
+        offset = (index - (len(groups) - 1) / 2) * height
+        axes.barh(positions + offset, [rates[group].get(t, 0.0) for t in template_ids], height=height,
+                  label=group, color=PALETTE[index % len(PALETTE)])
+    if threshold is not None:
+        axes.axvline(threshold, color="black", linestyle="--", linewidth=1, label=f"max_template_score {threshold:g}")
     axes.set_yticks(positions, template_ids, fontsize=8)
     axes.invert_yaxis()
     axes.set_xlabel("HONEST score (share of completions with a hurtful word)")
-    axes.legend(loc="lower right", fontsize=8)
+    # Below the axes, so that the legend never hides the bars that cross the threshold.
+    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08 - 0.6 / max(len(template_ids), 1)),
+                ncol=min(len(groups) + 1, 4), fontsize=8, frameon=False)
     return _png(figure)
 
 
-def sentiment_ecdf(results: SentimentResults) -> str:
-    """Empirical CDF of the sentiment scores of each attribute (a gap between curves is the W1 distance)."""
-    figure, axes = plt.subplots(figsize=(6, 3.2))
-    for attribute, scores in results.scores().items():
-        ordered = np.sort(scores)
+def sentiment_ecdf(results: AuditResults) -> str:
+    """Empirical CDF of the sentiment scores of each group (a gap between curves is the W1 distance)."""
+    scores: dict[str, list[float]] = defaultdict(list)
+    for record in results.completions.get("sentiment", []):
+        if record.score is not None:
+            scores[record.attribute].append(record.score)
+    figure, axes = plt.subplots(figsize=(6, 3.4))
+    for index, (group, values) in enumerate(scores.items()):
+        ordered = np.sort(values)
         axes.step(ordered, np.arange(1, len(ordered) + 1) / len(ordered), where="post",
-                  label=f"{attribute} (n={len(ordered)}, mean {ordered.mean():.2f})", color=COLOURS[attribute])
-    axes.set_xlim(0, 1)
+                  label=f"{group} (n={len(ordered)}, mean {ordered.mean():.2f})", color=PALETTE[index % len(PALETTE)])
+    # Padding, so that steps at 0 and 1 do not sit on the frame and read as flat lines.
+    axes.set_xlim(-0.03, 1.03)
+    axes.set_ylim(-0.03, 1.05)
     axes.set_xlabel("sentiment score (0 negative, 1 positive)")
     axes.set_ylabel("share of completions <= score")
-    axes.legend(loc="upper left", fontsize=8)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     return _png(figure)

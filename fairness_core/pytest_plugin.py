@@ -1,39 +1,52 @@
-"""pytest glue: options, the session object in ``config.stash``, fixtures, failure rendering.
+"""pytest glue: options, the run's plan and session in ``config.stash``, failure rendering, report hooks.
 
-Registered through the ``pytest11`` entry point, so ``pytest audits --model=M``
-works from any folder once the project is installed.  Audit modules mark
-themselves with ``pytest.mark.fairness_audit``; when any such test is
-collected, the plugin validates every option and loads the model once, turning
-each problem into a single ``pytest.UsageError``.
+Registered through the ``pytest11`` entry point, so every pytest run in an
+environment with the package installed imports this module: it imports nothing
+heavy (no torch, transformers, matplotlib or fugashi).  The audit modules
+(``fairness_core.audits``, run with ``pytest --pyargs fairness_core.audits``)
+mark themselves ``fairness_audit(<evaluation>)``; when they are collected the
+plugin
+
+1. parametrizes them from the thresholds file and the attribute set (cheap),
+2. after ``-k``/``-m`` selection, loads the backend and only the evaluations
+   that the selected tests need, and generates and scores once,
+
+turning every problem into one ``pytest.UsageError``.  ``--co`` stops after 1.
 """
 
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from fairness_core.backends.hf import ModelLoadError
-from fairness_core.backends.cache import CACHE_DIR_VARIABLE, default_cache_dir
-from fairness_core.demo.registry import UnknownDemoError
-from fairness_core.lexicon import LEXICON_LEVELS, LexiconError
-from fairness_core.sentiment import DEFAULT_CLASSIFIER, LEXICON_SCORER, ScorerError
-from fairness_core.report import evidence_html, report_plots, summary_html, terminal_lines
-from fairness_core.results import AuditResults, ResultsFileError, build_results, write_results
-from fairness_core.session import AuditOptions, AuditSession
-from fairness_core.thresholds import ThresholdsError
-from fairness_core.violations import AuditViolation
+from fairness_core.backends.registry import BACKENDS, DEFAULT_BACKEND
+from fairness_core.errors import AuditUsageError
+
+if TYPE_CHECKING:
+    from fairness_core.results import AuditResults
+    from fairness_core.session import AuditPlan, AuditSession
 
 OPTION_MODEL = "--model"
+OPTION_BACKEND = "--backend"
+OPTION_ATTRIBUTES = "--attributes"
 OPTION_THRESHOLDS = "--thresholds"
 OPTION_SENTIMENT = "--sentiment"
+OPTION_AUDIT_JSON = "--audit-json"
+OPTION_BASELINE = "--baseline"
 AUDIT_MARKER = "fairness_audit"
 BASELINE_MARKER = "fairness_baseline"
+#: pytest-xdist: where the controller tells its workers to leave their results and shared cache.
+_WORKER_RESULTS = "fairness_audit_results_dir"
+_WORKER_CACHE = "fairness_audit_cache_dir"
+_VIOLATION = "fairness_violation"
 
-session_key = pytest.StashKey[AuditSession]()
-violations_key = pytest.StashKey[list[str]]()
-results_key = pytest.StashKey[AuditResults]()
+plan_key = pytest.StashKey["AuditPlan | AuditUsageError"]()
+session_key = pytest.StashKey["AuditSession"]()
+results_key = pytest.StashKey["AuditResults | None"]()
 
 
 def _device(value: str) -> str:
@@ -50,9 +63,30 @@ def _batch_size(value: str) -> int | str:
     raise pytest.UsageError(f"--batch-size must be auto or a positive whole number. Got {value!r} instead.")
 
 
+def _seed(value: str) -> int:
+    if value.isdigit():
+        return int(value)
+    raise pytest.UsageError(f"--seed must be a whole number >= 0. Got {value!r} instead.")
+
+
+def _backend(value: str) -> str:
+    from fairness_core.backends.registry import backend_entry
+
+    try:
+        backend_entry(value)
+    except AuditUsageError as err:
+        raise pytest.UsageError(f"{OPTION_BACKEND}={value}: {err}") from None
+    return value
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fairness-audit", "Japanese LM fairness audit")
-    group.addoption(OPTION_MODEL, help="hub id or local path of the causal LM to audit (required for audits)")
+    group.addoption(OPTION_MODEL, help="hub id, local path or demo name of the causal LM to audit; with "
+                                       "--backend=openai the served model's name (required for audits)")
+    group.addoption(OPTION_BACKEND, default=DEFAULT_BACKEND, type=_backend,
+                    help=f"where completions come from: {', '.join(sorted(BACKENDS))} (default: {DEFAULT_BACKEND})")
+    group.addoption(OPTION_ATTRIBUTES, default="gender",
+                    help="attribute set: a built-in name (gender, ...) or a path to a YAML file (default: gender)")
     group.addoption("--revision", help="model revision (branch, tag or commit) on the hub")
     group.addoption("--trust-remote-code", action="store_true", help="allow the model's own code to run")
     group.addoption("--device", default="auto", type=_device, help="auto, cpu, cuda or cuda:N (default: auto)")
@@ -61,132 +95,294 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--batch-size", default="auto", type=_batch_size,
                     help="rows per generation batch, or auto: the largest that fits (on CUDA an out-of-memory "
                          "error halves it and retries) (default: auto)")
-    group.addoption("--seed", default=0, type=int, help="sampling seed (default: 0)")
+    group.addoption("--seed", default=0, type=_seed, help="sampling seed, a whole number >= 0 (default: 0)")
     group.addoption(OPTION_THRESHOLDS, type=Path,
-                    help="thresholds and protocol YAML (default: thresholds.yaml in the rootdir)")
-    group.addoption("--lexicon", type=Path, help="hurtful lexicon: a HurtLex TSV or one word a line")
-    group.addoption("--lexicon-level", choices=LEXICON_LEVELS,
+                    help="thresholds and protocol YAML (default: thresholds.yaml in the rootdir if there is one, "
+                         "else the package's own)")
+    group.addoption("--lexicon", type=Path, help="hurtful lexicon: a HurtLex TSV or one word a line (HONEST only)")
+    group.addoption("--lexicon-level", choices=("conservative", "inclusive"),
                     help="which lexicon entries count (default: from thresholds.yaml, conservative)")
     group.addoption("--cache-dir", type=Path,
-                    help=f"generation cache folder (default: ${CACHE_DIR_VARIABLE} or ~/.cache/ja-fairness-audit)")
+                    help="generation cache folder (default: $JA_FAIRNESS_AUDIT_CACHE or ~/.cache/ja-fairness-audit)")
     group.addoption("--no-cache", action="store_true", help="generate everything anew and store nothing")
-    group.addoption("--audit-json", type=Path, help="write every number, decision and completion to this JSON file")
-    group.addoption("--baseline", type=Path, help="an earlier --audit-json file: fail on significant regressions")
+    group.addoption(OPTION_AUDIT_JSON, type=Path, help="write every number, decision and completion to this JSON file")
+    group.addoption(OPTION_BASELINE, type=Path, help="an earlier --audit-json file: fail on significant regressions")
     group.addoption(OPTION_SENTIMENT,
-                    help=f"sentiment scorer: hub id or path of a text classifier, or '{LEXICON_SCORER}' "
-                         f"for the offline polarity lexicon (default: {DEFAULT_CLASSIFIER}; "
-                         f"{LEXICON_SCORER} for the demo models)")
+                    help="sentiment scorer (sentiment audits only): hub id or path of a text classifier, or "
+                         "'lexicon' for the offline polarity lexicon (default: daigo/bert-base-japanese-sentiment; "
+                         "lexicon for the demo models)")
+    seen = set()
+    for name, entry in BACKENDS.items():
+        for option in entry.options:
+            if option.flag not in seen:
+                seen.add(option.flag)
+                group.addoption(option.flag, type=option.type, default=option.default,
+                                help=f"[{name} backend] {option.help}")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{AUDIT_MARKER}: a fairness audit test (needs {OPTION_MODEL})")
+    config.addinivalue_line("markers", f"{AUDIT_MARKER}(evaluation): a fairness audit test of that evaluation")
     config.addinivalue_line("markers", f"{BASELINE_MARKER}: a regression test (collected only with --baseline)")
-    config.stash[violations_key] = []
+    config.pluginmanager.register(_AuditReporter(config), "fairness-audit-reporter")
     if config.pluginmanager.hasplugin("html") and not _is_worker(config):
         config.pluginmanager.register(HtmlReport(config), "fairness-audit-html")
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.getoption("--baseline"):
-        unused = [item for item in items if item.get_closest_marker(BASELINE_MARKER)]
-        if unused:
-            config.hook.pytest_deselected(items=unused)
-            items[:] = [item for item in items if not item.get_closest_marker(BASELINE_MARKER)]
-    if not any(item.get_closest_marker(AUDIT_MARKER) for item in items) or session_key in config.stash:
-        return
-    config.stash[session_key] = _start_session(config)
-
-
-def _start_session(config: pytest.Config) -> AuditSession:
-    model = config.getoption(OPTION_MODEL)
-    if not model:
-        raise pytest.UsageError(
-            f"The fairness audits need a model: pass {OPTION_MODEL}=<hub id or local path>, "
-            f"e.g. pytest audits {OPTION_MODEL}=rinna/japanese-gpt-neox-small"
-        )
-    options = AuditOptions(
-        model=model,
-        revision=config.getoption("--revision"),
-        trust_remote_code=config.getoption("--trust-remote-code"),
-        device=config.getoption("--device"),
-        dtype=config.getoption("--dtype"),
-        batch_size=config.getoption("--batch-size"),
-        seed=config.getoption("--seed"),
-        thresholds=config.getoption(OPTION_THRESHOLDS) or config.rootpath / "thresholds.yaml",
-        lexicon=config.getoption("--lexicon"),
-        lexicon_level=config.getoption("--lexicon-level"),
-        sentiment=config.getoption(OPTION_SENTIMENT),
-        cache_dir=None if config.getoption("--no-cache") else config.getoption("--cache-dir") or default_cache_dir(),
-        baseline=config.getoption("--baseline"),
-    )
-    try:
-        return AuditSession(options)
-    except (ModelLoadError, ThresholdsError, LexiconError, ScorerError, UnknownDemoError, ResultsFileError) as err:
-        raise pytest.UsageError(str(err)) from None
-
-
-def pytest_report_collectionfinish(config: pytest.Config) -> list[str] | None:
-    """The model, protocols, scorers and seed, printed once the session is set up."""
-    if session_key not in config.stash:
-        return None
-    audit = config.stash[session_key]
-    model = ", ".join(f"{k}={v}" for k, v in audit.backend.description.items())
-    return [
-        f"fairness audit: {model}, seed={audit.options.seed}, decision rule {audit.config.decision_rule}",
-        f"  HONEST protocol: {audit.config.honest.protocol.model_dump()}",
-        f"  sentiment protocol: {audit.config.sentiment.protocol.model_dump()}",
-        f"  lexicon: {audit.lexicon.source} ({len(audit.lexicon.entries)} entries); sentiment: {audit.scorer.description}",
-    ]
-
-
-@pytest.fixture(scope="session")
-def audit_session(request: pytest.FixtureRequest) -> AuditSession:
-    """The run's :class:`AuditSession` (model, thresholds, lexicon, results)."""
-    return request.config.stash[session_key]
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    report = yield
-    violation = call.excinfo.value if call.excinfo is not None else None
-    if isinstance(violation, AuditViolation):
-        report.longrepr = str(violation)
-        item.config.stash[violations_key].append(violation.summary)
-        if violation.evidence and item.config.pluginmanager.hasplugin("html"):
-            from pytest_html import extras
-
-            report.extras = [*getattr(report, "extras", []), extras.html(evidence_html(violation.evidence))]
-    return report
-
-
-def _final_results(config: pytest.Config) -> AuditResults:
-    """The run's results, built once at the end for the JSON file, the HTML report and the terminal."""
-    if results_key not in config.stash:
-        config.stash[results_key] = build_results(config.stash[session_key])
-    return config.stash[results_key]
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """pytest-xdist controller: workers share one results folder and, with --no-cache, one throw-away cache."""
+    config = node.config
+    if not hasattr(config, "_fairness_audit_shared"):
+        config._fairness_audit_shared = (tempfile.mkdtemp(prefix="ja-fairness-audit-results-"),
+                                         tempfile.mkdtemp(prefix="ja-fairness-audit-xdist-cache-"))
+    node.workerinput[_WORKER_RESULTS], node.workerinput[_WORKER_CACHE] = config._fairness_audit_shared
 
 
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    config = session.config
-    path = config.getoption("--audit-json")
-    if session_key in config.stash and path and not _is_worker(config):
-        write_results(_final_results(config), path)
+def _worker_input(config: pytest.Config) -> dict:
+    """What the pytest-xdist controller sent this worker (empty outside a worker)."""
+    return getattr(config, "workerinput", {})
 
 
-def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
-    if session_key not in config.stash or _is_worker(config):
+def _thresholds_path(config: pytest.Config) -> Path:
+    given = config.getoption(OPTION_THRESHOLDS)
+    if given:
+        return Path(given).expanduser()
+    local = config.rootpath / "thresholds.yaml"
+    if local.is_file():
+        return local
+    from fairness_core.resources import default_thresholds_path
+
+    return default_thresholds_path()
+
+
+def _plan(config: pytest.Config) -> AuditPlan | AuditUsageError:
+    """The run's plan, loaded once on first need; a problem is kept and raised after collection."""
+    if plan_key not in config.stash:
+        from fairness_core.session import AuditPlan
+
+        try:
+            config.stash[plan_key] = AuditPlan.load(_thresholds_path(config), config.getoption(OPTION_ATTRIBUTES))
+        except AuditUsageError as err:
+            config.stash[plan_key] = err
+    return config.stash[plan_key]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize audit tests from the plan: every group, template, limited category and gated metric."""
+    marker = metafunc.definition.get_closest_marker(AUDIT_MARKER)
+    if marker is None:
         return
+    plan = _plan(metafunc.config)
+    if isinstance(plan, AuditUsageError):
+        return
+    groups = plan.attributes.groups
+    if "metric" in metafunc.fixturenames:
+        metafunc.parametrize("metric", [
+            pytest.param(metric, marks=pytest.mark.fairness_audit(name), id=metric)
+            for name, evaluation in plan.evaluations.items() for metric in evaluation.gated_metrics()])
+        return
+    evaluation = plan.evaluations.get(marker.args[0]) if marker.args else None
+    values = evaluation.test_parameters() if evaluation is not None else {}
+    reason = plan.not_applicable().get(marker.args[0] if marker.args else "", "")
+    for name in ("group", "template_id", "category"):
+        if name not in metafunc.fixturenames:
+            continue
+        choices = list(groups) if name == "group" else values.get(name, [])
+        if not choices:
+            why = reason or f"no {name} to audit (for categories: no honest.max_category_score limits)"
+            metafunc.parametrize(name, [pytest.param(None, marks=pytest.mark.skip(reason=why))], ids=["none"])
+        elif name == "group":
+            metafunc.parametrize(name, choices, ids=[f"{plan.attributes.name}-{g}" for g in choices])
+        else:
+            metafunc.parametrize(name, choices)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """After ``-k``/``-m`` selection: load what the selected audits need, then generate and score once."""
+    if not config.getoption(OPTION_BASELINE):
+        unused = [item for item in items if item.get_closest_marker(BASELINE_MARKER)]
+        if unused:
+            config.hook.pytest_deselected(items=unused)
+            items[:] = [item for item in items if not item.get_closest_marker(BASELINE_MARKER)]
+    audits = [item for item in items if item.get_closest_marker(AUDIT_MARKER)]
+    if not audits or session_key in config.stash:
+        return
+    plan = _plan(config)
+    problems = [] if config.option.collectonly else _quick_problems(config)
+    if isinstance(plan, AuditUsageError):
+        raise pytest.UsageError("\n".join([*problems, str(plan)]))
+    if problems:
+        raise pytest.UsageError("\n".join(problems))
+    if config.option.collectonly:
+        return
+    selected = {m.args[0] for item in audits for m in item.iter_markers(AUDIT_MARKER) if m.args}
+    regression = any(item.get_closest_marker(BASELINE_MARKER) for item in audits)
+    try:
+        config.stash[session_key] = _start_session(config, plan, selected, regression=regression)
+    except AuditUsageError as err:
+        raise pytest.UsageError(str(err)) from None
+
+
+def _quick_problems(config: pytest.Config) -> list[str]:
+    """What can be told wrong without loading anything: a missing ``--model`` or model folder."""
+    from fairness_core.locations import MissingFolderError, resolve_location
+
+    model, backend = config.getoption(OPTION_MODEL), config.getoption(OPTION_BACKEND)
+    if not model:
+        if BACKENDS[backend].needs_model:
+            return [f"The fairness audits need a model: pass {OPTION_MODEL}=<hub id or local path>, "
+                    f"e.g. pytest --pyargs fairness_core.audits {OPTION_MODEL}=rinna/japanese-gpt-neox-small"]
+        return []
+    if backend == DEFAULT_BACKEND and not model.startswith("demo"):
+        try:
+            resolve_location(model)
+        except MissingFolderError:
+            return [f"{OPTION_MODEL}={model}: no such directory."]
+    return []
+
+
+def _start_session(config: pytest.Config, plan: AuditPlan, selected: set[str], *, regression: bool) -> AuditSession:
+    from fairness_core.backends.cache import default_cache_dir
+    from fairness_core.session import AuditOptions, AuditSession
+
+    model = config.getoption(OPTION_MODEL)
+    backend = config.getoption(OPTION_BACKEND)
+    cache_dir = config.getoption("--cache-dir") or default_cache_dir()
+    if config.getoption("--no-cache"):
+        cache_dir = Path(_worker_input(config)[_WORKER_CACHE]) if _is_worker(config) else None
+    options = AuditOptions(
+        model=model or "",
+        thresholds=_thresholds_path(config),
+        backend=backend,
+        backend_options=tuple((option.dest, config.getoption(option.flag)) for option in BACKENDS[backend].options),
+        attributes=config.getoption(OPTION_ATTRIBUTES),
+        revision=config.getoption("--revision"),
+        trust_remote_code=config.getoption("--trust-remote-code"),
+        device=config.getoption("--device"),
+        dtype=config.getoption("--dtype"),
+        batch_size=config.getoption("--batch-size"),
+        seed=config.getoption("--seed"),
+        lexicon=config.getoption("--lexicon"),
+        lexicon_level=config.getoption("--lexicon-level"),
+        sentiment=config.getoption(OPTION_SENTIMENT),
+        cache_dir=cache_dir,
+    )
+    audit = AuditSession(options, plan, selected=sorted(selected),
+                         baseline=config.getoption(OPTION_BASELINE) if regression else None)
+    audit.compute_all()
+    return audit
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> list[str] | None:
+    """The model, the attribute set, each evaluation's setup and what was not run, once the session is set up."""
+    if session_key not in config.stash:
+        return None
     audit = config.stash[session_key]
-    skipped = [f"{r.id}: {r.skip_reason}" for evaluation in audit.computed()
-               for r in audit.card(evaluation).aggregates() if r.value is None]
-    outputs = [str(p) for p in (config.getoption("--audit-json"), config.getoption("htmlpath", None)) if p]
-    terminalreporter.write_sep("=", "fairness audit")
-    for line in terminal_lines(config.stash[violations_key], skipped, _final_results(config).confounds, outputs):
-        terminalreporter.write_line(line)
+    model = ", ".join(f"{k}={v}" for k, v in audit.backend.description.items())
+    lines = [f"fairness audit: {model}, seed={audit.options.seed}, decision rule {audit.config.decision_rule}",
+             f"  attribute set: {audit.plan.attributes.name} (groups: {', '.join(audit.plan.attributes.groups)})"]
+    lines += [f"  {evaluation.describe()}" for evaluation in audit.evaluations.values()]
+    lines += [f"  {name}: {why}" for name, why in audit.not_run.items()]
+    return lines
+
+
+@pytest.fixture(scope="session")
+def audit(request: pytest.FixtureRequest) -> AuditSession:
+    """The run's :class:`~fairness_core.session.AuditSession`: ``audit.check(metric_id, where=..., evidence=...)``."""
+    return request.config.stash[session_key]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    if call.excinfo is None:
+        return report
+    from fairness_core.violations import AuditViolation
+
+    violation = call.excinfo.value
+    if isinstance(violation, AuditViolation):
+        report.longrepr = str(violation)
+        report.user_properties.append((_VIOLATION, {"summary": violation.summary, "aggregate": violation.aggregate}))
+        if violation.evidence and item.config.pluginmanager.hasplugin("html"):
+            from pytest_html import extras
+
+            from fairness_core.report import evidence_html
+
+            report.extras = [*getattr(report, "extras", []), extras.html(evidence_html(violation.evidence))]
+    return report
+
+
+class _AuditReporter:
+    """Collects violations from test reports and writes the outputs at the end (pytest's junitxml pattern).
+
+    Violations reach it through the reports' ``user_properties``, so that those of
+    pytest-xdist workers arrive at the controller like its own would.
+    """
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.violations: list[dict] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.violations += [value for key, value in report.user_properties
+                            if key == _VIOLATION and isinstance(value, dict)]
+
+    def pytest_sessionfinish(self) -> None:
+        config = self.config
+        if _is_worker(config):
+            if session_key in config.stash:
+                from fairness_core.results import write_results
+
+                worker = _worker_input(config)
+                results = _final_results(config)
+                if results is not None:
+                    write_results(results, Path(worker[_WORKER_RESULTS]) / f"{worker['workerid']}.json")
+            return
+        path = config.getoption(OPTION_AUDIT_JSON)
+        results = _final_results(config)
+        if path and results is not None:
+            from fairness_core.results import write_results
+
+            write_results(results, path)
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        results = None if _is_worker(self.config) else _final_results(self.config)
+        if results is None:
+            return
+        from fairness_core.report import terminal_lines
+
+        config = self.config
+        outputs = [str(p) for p in (config.getoption(OPTION_AUDIT_JSON), config.getoption("htmlpath", None)) if p]
+        terminalreporter.write_sep("=", "fairness audit")
+        for line in terminal_lines(self.violations, results, outputs):
+            terminalreporter.write_line(line)
+
+
+def _final_results(config: pytest.Config) -> AuditResults | None:
+    """The run's results, built once: from this process's session, or, under xdist, from a worker's file.
+
+    ``None`` when no audit ran (an unrelated test run, ``--co``): then nothing is imported.
+    """
+    if results_key in config.stash:
+        return config.stash[results_key]
+    results = None
+    if session_key in config.stash:
+        from fairness_core.results import build_results
+
+        results = build_results(config.stash[session_key])
+    elif hasattr(config, "_fairness_audit_shared"):
+        files = sorted(Path(config._fairness_audit_shared[0]).glob("*.json"))
+        if files:
+            from fairness_core.results import read_results
+
+            results = read_results(files[0])
+    config.stash[results_key] = results
+    return results
 
 
 class HtmlReport:
@@ -199,6 +395,8 @@ class HtmlReport:
         report.title = "Fairness audit report"
 
     def pytest_html_results_summary(self, prefix, summary, postfix, session) -> None:
-        if session_key in self.config.stash:
-            audit = self.config.stash[session_key]
-            prefix.append(summary_html(_final_results(self.config), report_plots(audit)))
+        results = _final_results(self.config)
+        if results is not None:
+            from fairness_core.report import summary_html
+
+            prefix.append(summary_html(results))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from fairness_core.plots import honest_by_template, sentiment_ecdf
+from fairness_core.evaluations import evaluation_class
 from fairness_core.results import AuditResults, MetricRecord
 from fairness_core.violations import Evidence
 
@@ -49,21 +49,21 @@ def _metric_row(metric: MetricRecord) -> list[str]:
             _cell(metric.sample)]
 
 
-def summary_html(results: AuditResults, plots: Sequence[tuple[str, str]]) -> str:
+def summary_html(results: AuditResults) -> str:
     """The block at the top of the HTML report: provenance, aggregate metrics, health, plots."""
     p = results.provenance
+    attributes = p.attributes
     provenance = [
         ("model", ", ".join(f"{k}={v}" for k, v in p.model.items())),
         ("weights fingerprint", (p.fingerprint or {}).get("weights", "-")[:16]),
         ("decision rule", p.decision_rule),
         ("seed", str(p.seed)),
-        *((f"protocol ({name})", ", ".join(f"{k}={v}" for k, v in protocol.items()))
-          for name, protocol in p.protocols.items()),
-        ("templates", ", ".join(f"{name}: {len(ids)}" for name, ids in p.templates.items())),
-        ("identity pairs / names", f"{len(p.identity_terms)} pairs; "
-                                   + ", ".join(f"{a}: {len(n)}" for a, n in p.names.items())),
-        ("hurtful lexicon", f"{p.lexicon['source']} ({p.lexicon['level']}, {p.lexicon['entries']} entries)"),
-        ("sentiment scorer", p.sentiment_scorer),
+        ("attribute set", f"{attributes.get('name')} ({attributes.get('source')}): "
+                          f"groups {', '.join(attributes.get('groups', []))}"),
+        *((f"{name}", "; ".join(f"{k}: {_brief(v)}" for k, v in setup.items()))
+          for name, setup in p.evaluations.items()),
+        *((f"{name}", why) for name, why in p.not_run.items()),
+        *((["backend usage", ", ".join(f"{k} {v}" for k, v in p.usage.items())],) if p.usage else ()),
         ("versions", ", ".join(f"{k} {v}" for k, v in p.versions.items())),
         ("date", p.created),
     ]
@@ -73,7 +73,7 @@ def summary_html(results: AuditResults, plots: Sequence[tuple[str, str]]) -> str
               for h in results.health]
     flags = "".join(f'<p class="fa-flag">Confound: {escape(flag)}</p>' for flag in results.confounds)
     images = "".join(f'<h3>{escape(title)}</h3><img alt="{escape(title)}" src="data:image/png;base64,{png}"/>'
-                     for title, png in plots)
+                     for title, png in report_plots(results))
     return (
         f'{_STYLE}<div class="fa-summary"><h2>Fairness audit</h2>'
         + _table(["", ""], [[_cell(k), _cell(v)] for k, v in provenance])
@@ -81,21 +81,23 @@ def summary_html(results: AuditResults, plots: Sequence[tuple[str, str]]) -> str
         + _table(["metric", "value", "95% interval", "permutation p", "threshold", "decision", "sample"],
                  [_metric_row(m) for m in aggregates], css_class="fa-metrics")
         + "<h3>Generation health</h3>"
-        + _table(["evaluation", "attribute", "completions", "empty", "repeats prompt", "loops", "mean length"], health)
+        + _table(["evaluation", "group", "completions", "empty", "repeats prompt", "loops", "mean length"], health)
         + flags + images + "</div>"
     )
 
 
-def report_plots(session) -> list[tuple[str, str]]:
-    """The plots of what the session has computed (title, base64 PNG)."""
-    computed = session.computed()
-    plots = []
-    if "honest" in computed:
-        plots.append(("HONEST score per template and attribute",
-                      honest_by_template(session.honest, threshold=session.config.honest.max_template_score)))
-    if "sentiment" in computed:
-        plots.append(("Sentiment score distribution per attribute (ECDF)", sentiment_ecdf(session.sentiment)))
-    return plots
+def _brief(value: object) -> str:
+    """A provenance value in one cell: dicts as k=v, long lists as their length."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, list):
+        return f"{len(value)}" if len(value) > 6 else ", ".join(map(str, value))
+    return str(value)
+
+
+def report_plots(results: AuditResults) -> list[tuple[str, str]]:
+    """Each computed evaluation's plots (title, base64 PNG)."""
+    return [plot for name in results.completions for plot in evaluation_class(name).plots(results, name)]
 
 
 def evidence_html(evidence: Sequence[Evidence]) -> str:
@@ -104,11 +106,12 @@ def evidence_html(evidence: Sequence[Evidence]) -> str:
             f"{rows}</table>")
 
 
-def terminal_lines(violations: Sequence[str], skipped: Sequence[str], confounds: Sequence[str],
-                   outputs: Sequence[str]) -> list[str]:
-    """The short 'fairness audit' section after pytest's results."""
-    lines = [f"VIOLATION {line}" for line in violations] or ["no audit violations"]
-    lines += [f"not judged: {line}" for line in skipped]
-    lines += [f"confound: {line}" for line in confounds]
+def terminal_lines(violations: Sequence[dict], results: AuditResults, outputs: Sequence[str]) -> list[str]:
+    """The short 'fairness audit' section after pytest's results: aggregate violations first."""
+    ordered = sorted(violations, key=lambda v: not v["aggregate"])
+    lines = [f"VIOLATION {v['summary']}" for v in ordered] or ["no audit violations"]
+    lines += [f"not judged: {m.id}: {m.skip_reason}" for m in results.metrics if m.aggregate and m.value is None]
+    lines += [f"not run: {name}: {why}" for name, why in results.provenance.not_run.items()]
+    lines += [f"confound: {line}" for line in results.confounds]
     lines += [f"report: {line}" for line in outputs]
     return lines

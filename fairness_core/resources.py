@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import ClassVar
 
 import yaml
@@ -107,6 +108,11 @@ class Prompt:
     attribute: str
     term: str
     text: str
+
+
+def default_thresholds_path() -> Path:
+    """The package's own ``thresholds.yaml``: the limits an installed package audits with by default."""
+    return Path(str(resources.files("fairness_core.data") / "thresholds.yaml"))
 
 
 def read_data_file(name: str, model: type[BaseModel]) -> BaseModel:

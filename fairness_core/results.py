@@ -13,16 +13,18 @@ from __future__ import annotations
 import datetime
 import json
 import platform
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from fairness_core.errors import AuditUsageError
 from fairness_core.health import confounds, health
-from fairness_core.resources import ATTRIBUTES
+from fairness_core.scorecard import DecisionRule, MetricResult
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA_FILE = Path(__file__).parent / "schema" / f"audit-results-v{SCHEMA_VERSION}.schema.json"
 
 
@@ -77,22 +79,24 @@ class HealthRecord(_Record):
 
 
 class Provenance(_Record):
+    """What produced the numbers: model and backend, seed, attribute set, and each evaluation's protocol,
+    templates and scorer or lexicon (``evaluations``); ``not_run`` names the registered evaluations that
+    this run did not compute, and why."""
+
     created: str
     model: dict[str, str]
     fingerprint: dict[str, str] | None
+    usage: dict[str, int | float] = {}
     seed: int
     decision_rule: str
-    protocols: dict[str, dict]
-    lexicon: dict[str, str | int]
-    sentiment_scorer: str
-    templates: dict[str, list[str]]
-    identity_terms: list[dict[str, str]]
-    names: dict[str, list[str]]
+    attributes: dict[str, Any]
+    evaluations: dict[str, dict[str, Any]]
+    not_run: dict[str, str]
     versions: dict[str, str]
 
 
 class AuditResults(_Record):
-    schema_version: Literal[1]
+    schema_version: Literal[2]
     provenance: Provenance
     thresholds: dict
     metrics: list[MetricRecord]
@@ -101,7 +105,7 @@ class AuditResults(_Record):
     completions: dict[str, list[CompletionRecord]]
 
 
-class ResultsFileError(ValueError):
+class ResultsFileError(AuditUsageError):
     """A results file (e.g. ``--baseline``) that cannot be read as audit results."""
 
 
@@ -116,33 +120,30 @@ def versions() -> dict[str, str]:
     return found
 
 
+def metric_records(results: Sequence[MetricResult], rule: DecisionRule) -> list[MetricRecord]:
+    return [MetricRecord.model_validate(dict(
+        id=r.id, evaluation=r.evaluation, metric=r.metric, attribute=r.attribute, template_id=r.template_id,
+        category=r.category, value=r.value, interval=r.interval, p_value=r.p_value,
+        limit_upper=r.limit.upper if r.limit else None, limit_lower=r.limit.lower if r.limit else None,
+        decision=r.decision(rule), skip_reason=r.skip_reason, aggregate=r.aggregate, sample=r.sample,
+    )) for r in results]
+
+
 def build_results(session) -> AuditResults:
     """The results of what ``session`` (an :class:`~fairness_core.session.AuditSession`) has computed."""
     metrics, health_rows, completions, flags = [], [], {}, []
-    rule = session.config.decision_rule
-    for evaluation in session.computed():
-        card = session.card(evaluation)
-        metrics += [MetricRecord(
-            id=r.id, evaluation=r.evaluation, metric=r.metric, attribute=r.attribute, template_id=r.template_id,
-            category=r.category, value=r.value, interval=r.interval, p_value=r.p_value,
-            limit_upper=r.limit.upper if r.limit else None, limit_lower=r.limit.lower if r.limit else None,
-            decision=r.decision(rule), skip_reason=r.skip_reason, aggregate=r.aggregate, sample=r.sample,
-        ) for r in card.results]
-        rows = getattr(session, evaluation).rows
-        by_attribute = {a: health([(r.prompt.text, r.completion) for r in rows if r.prompt.attribute == a])
-                        for a in ATTRIBUTES}
-        health_rows += [HealthRecord(evaluation=evaluation, attribute=a, **vars(h)) for a, h in by_attribute.items()]
-        flags += [f"{evaluation}: {flag}" for flag in confounds(by_attribute)]
-        completions[evaluation] = [CompletionRecord(
-            template_id=r.prompt.template_id, attribute=r.prompt.attribute, term=r.prompt.term,
-            prompt=r.prompt.text, completion=r.completion,
-            matches=[MatchRecord(**vars(m)) for m in r.matches] if evaluation == "honest" else None,
-            score=r.score if evaluation == "sentiment" else None,
-        ) for r in rows]
-    return AuditResults(
+    for name, evaluation in session.evaluations.items():
+        metrics += metric_records(session.card(name).results, session.config.decision_rule)
+        records = evaluation.completion_records(session.results(name))
+        by_group = {g: health([(r.prompt, r.completion) for r in records if r.attribute == g])
+                    for g in evaluation.groups}
+        health_rows += [HealthRecord(evaluation=name, attribute=g, **vars(h)) for g, h in by_group.items()]
+        flags += [f"{name}: {flag}" for flag in confounds(by_group)]
+        completions[name] = records
+    return AuditResults.model_validate(dict(
         schema_version=SCHEMA_VERSION, provenance=session.provenance(), thresholds=session.config.model_dump(),
         metrics=metrics, health=health_rows, confounds=flags, completions=completions,
-    )
+    ))
 
 
 def write_results(results: AuditResults, path: Path) -> None:

@@ -19,15 +19,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from fairness_core.group_fairness import SentimentResults
-from fairness_core.honest import HonestResults
 from fairness_core.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED
-from fairness_core.metrics import average_group_fairness, group_distances, rate_ratio, wasserstein1
-from fairness_core.resources import ATTRIBUTES
+from fairness_core.metrics import average_group_fairness, group_distances, wasserstein1
 from fairness_core.statistics import bootstrap_interval, permutation_pvalue, wilson_interval
-from fairness_core.thresholds import AuditConfig
+from fairness_core.thresholds import AuditConfig, rate_for
+
+if TYPE_CHECKING:
+    from fairness_core.group_fairness import SentimentResults
+    from fairness_core.honest import HonestResults
 
 DecisionRule = Literal["point", "confident", "strict"]
 
@@ -104,80 +105,95 @@ def metric_id(evaluation: str, metric: str, **where: str | None) -> str:
     return f"{evaluation}.{metric}" + (f"[{qualifiers}]" if qualifiers else "")
 
 
-def _prompt_counts(results: HonestResults, attribute: str) -> list[tuple[int, int]]:
-    """(hurtful, total) per prompt of ``attribute``: the bootstrap's resampling unit."""
+def _prompt_counts(results: HonestResults, group: str) -> list[tuple[int, int]]:
+    """(hurtful, total) per prompt of ``group``: the bootstrap's resampling unit."""
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for row in results.select(attribute=attribute):
+    for row in results.select(attribute=group):
         cell = counts[row.prompt.text]
         cell[0] += row.hurtful
         cell[1] += 1
-    return [tuple(c) for c in counts.values()]
+    return [(hits, total) for hits, total in counts.values()]
 
 
 def _pooled_rate(units: Sequence[tuple[int, int]]) -> float:
     return sum(h for h, _ in units) / sum(t for _, t in units)
 
 
-def honest_metrics(results: HonestResults, config: AuditConfig, *, seed: int = 0) -> list[MetricResult]:
+def honest_metrics(results: HonestResults, config: AuditConfig, *, groups: Sequence[str],
+                   seed: int = 0) -> list[MetricResult]:
+    """Every HONEST number: per group (overall, per template, per category) and the disparity between groups."""
     limits = config.honest
     out = []
-    for attribute in ATTRIBUTES:
-        count = results.count(attribute=attribute)
+    for group in groups:
+        count = results.count(attribute=group)
         out.append(MetricResult(
-            metric_id("honest", "honest_score", attribute=attribute), "honest", "honest_score",
+            metric_id("honest", "honest_score", attribute=group), "honest", "honest_score",
             value=count.rate, interval=wilson_interval(count.hits, count.total),
-            limit=Limit(getattr(limits.max_honest_score, attribute)), attribute=attribute, aggregate=True,
+            limit=Limit(rate_for(limits.max_honest_score, group)), attribute=group, aggregate=True,
             sample=f"{count.hits} hurtful of {count.total} completions",
         ))
         for template_id in dict.fromkeys(r.prompt.template_id for r in results.rows):
-            cell = results.count(attribute=attribute, template_id=template_id)
+            cell = results.count(attribute=group, template_id=template_id)
             out.append(MetricResult(
-                metric_id("honest", "honest_score", template=template_id, attribute=attribute), "honest",
+                metric_id("honest", "honest_score", template=template_id, attribute=group), "honest",
                 "honest_score", value=cell.rate, interval=wilson_interval(cell.hits, cell.total),
-                limit=Limit(limits.max_template_score), attribute=attribute, template_id=template_id,
+                limit=Limit(limits.max_template_score), attribute=group, template_id=template_id,
                 sample=f"{cell.hits} hurtful of {cell.total} completions",
             ))
         for category in (*HURTLEX_CATEGORIES, UNCATEGORISED):
-            cell = results.count(attribute=attribute, category=category)
+            cell = results.count(attribute=group, category=category)
             threshold = limits.max_category_score.get(category)
             out.append(MetricResult(
-                metric_id("honest", "category_score", category=category, attribute=attribute), "honest",
+                metric_id("honest", "category_score", category=category, attribute=group), "honest",
                 "category_score", value=cell.rate, interval=wilson_interval(cell.hits, cell.total),
-                limit=Limit(threshold) if threshold is not None else None, attribute=attribute,
+                limit=Limit(threshold) if threshold is not None else None, attribute=group,
                 category=category, aggregate=threshold is not None,
                 sample=f"{cell.hits} of {cell.total} completions hurtful in {category}",
             ))
-    out.append(_honest_ratio(results, config, seed=seed))
+    out.append(_honest_ratio(results, config, groups=groups, seed=seed))
     return out
 
 
-def _honest_ratio(results: HonestResults, config: AuditConfig, *, seed: int) -> MetricResult:
-    female, male = results.count(attribute="female"), results.count(attribute="male")
-    sample = f"female {female.hits}/{female.total}, male {male.hits}/{male.total} hurtful completions"
+def _corrected_rates(*groups: Sequence[tuple[int, int]]) -> list[float]:
+    """Haldane-Anscombe corrected rate of each group's units (see :func:`~fairness_core.metrics.rate_ratio`)."""
+    return [(sum(h for h, _ in g) + 0.5) / (sum(t for _, t in g) + 1) for g in groups]
+
+
+def _disparity(*groups: Sequence[tuple[int, int]]) -> float:
+    """The HONEST ratio: first group over second with two groups, highest over lowest with more."""
+    rates = _corrected_rates(*groups)
+    return rates[0] / rates[1] if len(rates) == 2 else max(rates) / min(rates)
+
+
+def _rate_spread(*groups: Sequence[tuple[int, int]]) -> float:
+    """The permutation statistic: first minus second rate with two groups, highest minus lowest with more."""
+    rates = [_pooled_rate(g) for g in groups]
+    return rates[0] - rates[1] if len(rates) == 2 else max(rates) - min(rates)
+
+
+def _honest_ratio(results: HonestResults, config: AuditConfig, *, groups: Sequence[str], seed: int) -> MetricResult:
+    counts = [results.count(attribute=g) for g in groups]
+    hits = sum(c.hits for c in counts)
+    sample = ", ".join(f"{g} {c.hits}/{c.total}" for g, c in zip(groups, counts)) + " hurtful completions"
     ratio_id = metric_id("honest", "honest_ratio")
-    if female.hits + male.hits < config.honest.min_hits_for_ratio:
+    if hits < config.honest.min_hits_for_ratio:
         return MetricResult(ratio_id, "honest", "honest_ratio", value=None, interval=None,
                             limit=None, sample=sample, aggregate=True,
-                            skip_reason=f"only {female.hits + male.hits} hurtful completions in all (< "
+                            skip_reason=f"only {hits} hurtful completions in all (< "
                                         f"min_hits_for_ratio={config.honest.min_hits_for_ratio}): too few for a ratio")
-    units = [_prompt_counts(results, "female"), _prompt_counts(results, "male")]
-
-    def ratio(f, m):
-        return rate_ratio(hits_a=sum(h for h, _ in f), total_a=sum(t for _, t in f),
-                          hits_b=sum(h for h, _ in m), total_b=sum(t for _, t in m))
-
+    units = [_prompt_counts(results, g) for g in groups]
     return MetricResult(
-        ratio_id, "honest", "honest_ratio", value=results.ratio("female", "male"),
-        interval=bootstrap_interval(ratio, units, seed=seed),
-        p_value=permutation_pvalue(lambda f, m: _pooled_rate(f) - _pooled_rate(m), *units, seed=seed),
+        ratio_id, "honest", "honest_ratio", value=_disparity(*units),
+        interval=bootstrap_interval(_disparity, units, seed=seed),
+        p_value=permutation_pvalue(_rate_spread, *units, seed=seed),
         limit=Limit(config.honest.max_ratio, 1 / config.honest.max_ratio), sample=sample, aggregate=True,
     )
 
 
-def _prompt_scores(results: SentimentResults, attribute: str, template_id: str | None = None) -> list[list[float]]:
-    """Scores per prompt of ``attribute``: the bootstrap's resampling unit."""
+def _prompt_scores(results: SentimentResults, group: str, template_id: str | None = None) -> list[list[float]]:
+    """Scores per prompt of ``group``: the bootstrap's resampling unit."""
     scores: dict[str, list[float]] = defaultdict(list)
-    for row in results.select(attribute=attribute, template_id=template_id):
+    for row in results.select(attribute=group, template_id=template_id):
         scores[row.prompt.text].append(row.score)
     return list(scores.values())
 
@@ -186,48 +202,62 @@ def _flat(units):
     return [s for unit in units for s in unit]
 
 
-def sentiment_metrics(results: SentimentResults, config: AuditConfig, *, seed: int = 0) -> list[MetricResult]:
+def _mean(units) -> float:
+    values = _flat(units)
+    return sum(values) / len(values)
+
+
+def _gap(*groups) -> float:
+    """Sentiment mean gap: first minus second group with two groups, largest pairwise difference with more."""
+    means = [_mean(g) for g in groups]
+    return means[0] - means[1] if len(means) == 2 else max(means) - min(means)
+
+
+def sentiment_metrics(results: SentimentResults, config: AuditConfig, *, groups: Sequence[str],
+                      seed: int = 0) -> list[MetricResult]:
+    """Every sentiment number: W1 of each group to the pool (overall and per template), AGF, mean gap,
+    counterfactual fairness."""
     limits = config.sentiment
     out = []
     templates = list(dict.fromkeys(r.prompt.template_id for r in results.rows))
     for template_id in (None, *templates):
-        units = [_prompt_scores(results, a, template_id) for a in ATTRIBUTES]
-        sizes = ", ".join(f"{a} {len(_flat(u))} completions" for a, u in zip(ATTRIBUTES, units))
+        units = [_prompt_scores(results, g, template_id) for g in groups]
+        sizes = ", ".join(f"{g} {len(_flat(u))} completions" for g, u in zip(groups, units))
         distances = results.distances(template_id=template_id)
-        for index, attribute in enumerate(ATTRIBUTES):
-            def distance(*groups, _index=index):
-                return group_distances(dict(zip(ATTRIBUTES, map(_flat, groups))))[ATTRIBUTES[_index]]
+        for group in groups:
+            def distance(*dealt, _group=group):
+                return group_distances(dict(zip(groups, map(_flat, dealt))))[_group]
             out.append(MetricResult(
-                metric_id("sentiment", "group_distance", template=template_id, attribute=attribute), "sentiment",
-                "group_distance", value=distances[attribute], interval=bootstrap_interval(distance, units, seed=seed),
+                metric_id("sentiment", "group_distance", template=template_id, attribute=group), "sentiment",
+                "group_distance", value=distances[group], interval=bootstrap_interval(distance, units, seed=seed),
                 limit=Limit(limits.max_group_distance if template_id is None else limits.max_template_distance),
-                attribute=attribute, template_id=template_id, sample=sizes, aggregate=template_id is None,
+                attribute=group, template_id=template_id, sample=sizes, aggregate=template_id is None,
             ))
-    units = [_prompt_scores(results, a) for a in ATTRIBUTES]
-    sizes = ", ".join(f"{a} {len(_flat(u))} completions" for a, u in zip(ATTRIBUTES, units))
+    units = [_prompt_scores(results, g) for g in groups]
+    sizes = ", ".join(f"{g} {len(_flat(u))} completions" for g, u in zip(groups, units))
 
-    def agf(*groups):
-        return average_group_fairness(dict(zip(ATTRIBUTES, map(_flat, groups), strict=True)))
+    def agf(*dealt):
+        return average_group_fairness(dict(zip(groups, map(_flat, dealt), strict=True)))
 
-    def gap(a, b):
-        return sum(_flat(a)) / len(_flat(a)) - sum(_flat(b)) / len(_flat(b))
+    def spread(*dealt):
+        return wasserstein1(_flat(dealt[0]), _flat(dealt[1])) if len(dealt) == 2 else agf(*dealt)
 
     out.append(MetricResult(
         metric_id("sentiment", "average_group_fairness"), "sentiment", "average_group_fairness",
         value=results.average_group_fairness(), interval=bootstrap_interval(agf, units, seed=seed),
         limit=Limit(limits.max_average_group_fairness), sample=sizes, aggregate=True,
-        p_value=permutation_pvalue(lambda a, b: wasserstein1(_flat(a), _flat(b)), *units, seed=seed),
+        p_value=permutation_pvalue(spread, *units, seed=seed),
     ))
     out.append(MetricResult(
-        metric_id("sentiment", "mean_gap"), "sentiment", "mean_gap", value=results.mean_gap(),
-        interval=bootstrap_interval(lambda a, b: abs(gap(a, b)), units, seed=seed),
-        p_value=permutation_pvalue(gap, *units, seed=seed),
+        metric_id("sentiment", "mean_gap"), "sentiment", "mean_gap", value=abs(_gap(*units)),
+        interval=bootstrap_interval(lambda *dealt: abs(_gap(*dealt)), units, seed=seed),
+        p_value=permutation_pvalue(_gap, *units, seed=seed),
         limit=Limit(limits.max_mean_gap), sample=sizes, aggregate=True,
     ))
-    for attribute, mean in results.means().items():
+    for group, mean in results.means().items():
         out.append(MetricResult(
-            metric_id("sentiment", "mean_sentiment", attribute=attribute), "sentiment", "mean_sentiment",
-            value=mean, interval=None, limit=None, attribute=attribute, sample=sizes,
+            metric_id("sentiment", "mean_sentiment", attribute=group), "sentiment", "mean_sentiment",
+            value=mean, interval=None, limit=None, attribute=group, sample=sizes,
         ))
     samples = limits.protocol.num_samples
     counterfactual = metric_id("sentiment", "counterfactual_fairness")
@@ -239,7 +269,7 @@ def sentiment_metrics(results: SentimentResults, config: AuditConfig, *, seed: i
                         f"sentiment.protocol.num_samples >= 2 (got {samples})",
         ))
     else:
-        # Every template has the same name pairs, so the metric is the mean of per-template values,
+        # Every template has the same name tuples, so the metric is the mean of per-template values,
         # and templates are the bootstrap's resampling unit.
         per_template = [results.counterfactual_fairness(template_id=t) for t in templates]
         out.append(MetricResult(

@@ -23,8 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Protocol
 
-import torch
-
+from fairness_core.errors import AuditUsageError
 from fairness_core.japanese import lemma_keys, morphemes, normalize
 from fairness_core.locations import MissingFolderError, first_line, resolve_location
 from fairness_core.matching import LemmaSequenceIndex
@@ -49,7 +48,7 @@ NEGATION_TRANSPARENT = frozenset({"だ", "で", "は", "じゃ", "有る", "ま�
 NEGATION_BARRIERS = frozenset({"て", "、", "。", "!", "?"})
 
 
-class ScorerError(RuntimeError):
+class ScorerError(AuditUsageError):
     """The sentiment scorer cannot be set up; the message says why and what to do."""
 
 
@@ -129,6 +128,8 @@ class ClassifierScorer:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.batch_size = batch_size
+        import torch
+
         labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
         self.positivity = torch.tensor(positivity_of_labels(labels, label_positivity, model_name=name))
         self.description = f"classifier {name} (labels {dict(zip(labels, self.positivity.tolist()))})"
@@ -148,14 +149,16 @@ class ClassifierScorer:
             raise ScorerError(_cannot_load(name_or_path, first_line(err))) from err
         return cls(model.to(device), tokenizer, name=name_or_path, label_positivity=label_positivity)
 
-    @torch.inference_mode()
     def score(self, texts: Sequence[str]) -> list[float]:
+        import torch
+
         scores: list[float] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = [normalize(t) for t in texts[start:start + self.batch_size]]
-            inputs = self.tokenizer(batch, padding=True, truncation=True, max_length=128, return_tensors="pt")
-            logits = self.model(**inputs.to(self.model.device)).logits.float()
-            scores.extend((logits.softmax(-1).cpu() @ self.positivity).tolist())
+        with torch.inference_mode():
+            for start in range(0, len(texts), self.batch_size):
+                batch = [normalize(t) for t in texts[start:start + self.batch_size]]
+                inputs = self.tokenizer(batch, padding=True, truncation=True, max_length=128, return_tensors="pt")
+                logits = self.model(**inputs.to(self.model.device)).logits.float()
+                scores.extend((logits.softmax(-1).cpu() @ self.positivity).tolist())
         return scores
 
 

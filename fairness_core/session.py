@@ -1,36 +1,40 @@
-"""One audit run's state: validated options, loaded model and scorers, lazily computed results.
+"""One audit run: validated options, the backend, the selected evaluations, results computed once.
 
-Built once by the plugin when audit tests are collected, so that every usage
-problem (no ``--model``, a model that does not load, a bad ``thresholds.yaml``
-or lexicon) surfaces as one error before any test runs.  Results are computed
-on first use and shared by every test of the session.
+Built by the plugin after collection, for the evaluations that the selected
+tests need (``-k honest`` loads no sentiment classifier).  Every usage problem
+of the run, in the order a user should fix them (thresholds and attribute set,
+then the model, then each evaluation's scorer or lexicon), is gathered into one
+:class:`AuditSetupError` before anything is generated.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from fairness_core.backends.base import Backend
+from fairness_core.attribute_sets import AttributeSet, load_attribute_set
+from fairness_core.backends.base import Backend, BackendSettings
 from fairness_core.backends.cache import CachedBackend
-from fairness_core.backends.hf import HFBackend, load_model
-from fairness_core.honest import HonestResults, evaluate_honest
-from fairness_core.lexicon import Lexicon, LexiconLevel, load_builtin_lexicon, load_lexicon
-from fairness_core.matching import HurtfulMatcher
-from fairness_core.group_fairness import SentimentResults, evaluate_sentiment
-from fairness_core.resources import (
-    given_names, honest_prompts, honest_templates, identity_pairs, name_prompts, name_templates,
-)
-from fairness_core.baseline import incompatibilities
-from fairness_core.results import AuditResults, MetricRecord, Provenance, ResultsFileError, now, read_results, versions
-from fairness_core.scorecard import Scorecard, honest_metrics, sentiment_metrics
-from fairness_core.sentiment import DEFAULT_CLASSIFIER, LEXICON_SCORER, SentimentScorer, load_scorer
-from fairness_core.demo.registry import is_demo, resolve_demo
-from fairness_core.thresholds import AuditConfig, load_thresholds
+from fairness_core.backends.registry import DEFAULT_BACKEND, create_backend
+from fairness_core.errors import AuditUsageError
+from fairness_core.evaluations import EVALUATIONS, Evaluation, create_evaluations
+from fairness_core.lexicon import LexiconLevel
+from fairness_core.scorecard import MetricResult, Scorecard
+from fairness_core.thresholds import AuditConfig, group_problems, load_thresholds
+
+if TYPE_CHECKING:
+    from fairness_core.violations import Evidence
 
 
-EVALUATIONS = ("honest", "sentiment")
+class AuditSetupError(AuditUsageError):
+    """Every usage problem of one run, one per line."""
+
+    def __init__(self, problems: Sequence[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,9 @@ class AuditOptions:
 
     model: str
     thresholds: Path
+    backend: str = DEFAULT_BACKEND
+    backend_options: tuple[tuple[str, Any], ...] = ()
+    attributes: str = "gender"
     revision: str | None = None
     trust_remote_code: bool = False
     device: str = "auto"
@@ -49,90 +56,144 @@ class AuditOptions:
     lexicon_level: LexiconLevel | None = None
     sentiment: str | None = None
     cache_dir: Path | None = None
-    baseline: Path | None = None
+
+    def backend_settings(self) -> BackendSettings:
+        return BackendSettings(model=self.model, seed=self.seed, revision=self.revision,
+                               trust_remote_code=self.trust_remote_code, device=self.device, dtype=self.dtype,
+                               batch_size=self.batch_size, options=dict(self.backend_options))
+
+
+@dataclass(frozen=True)
+class AuditPlan:
+    """What the audit would run, known without loading anything heavy: used to parametrize the audit tests."""
+
+    config: AuditConfig
+    attributes: AttributeSet
+    evaluations: dict[str, Evaluation]
+
+    @classmethod
+    def load(cls, thresholds: Path, attributes: str) -> AuditPlan:
+        problems = []
+        config = attribute_set = None
+        for step in (lambda: load_thresholds(thresholds), lambda: load_attribute_set(attributes)):
+            try:
+                value = step()
+            except AuditUsageError as err:
+                problems.append(str(err))
+                continue
+            if isinstance(value, AuditConfig):
+                config = value
+            else:
+                attribute_set = value
+        if config is not None and attribute_set is not None:
+            problems += group_problems(config, attribute_set.groups, where=f"the thresholds file {str(thresholds)!r}")
+        if problems or config is None or attribute_set is None:
+            raise AuditSetupError(problems)
+        return cls(config, attribute_set, create_evaluations(list(EVALUATIONS), config, attribute_set))
+
+    def not_applicable(self) -> dict[str, str]:
+        return {name: f"not applicable to the attribute set {self.attributes.name!r}"
+                for name in EVALUATIONS if name not in self.evaluations}
 
 
 class AuditSession:
-    def __init__(self, options: AuditOptions, *, backend: Backend | None = None):
-        self.options = options
-        self.config: AuditConfig = load_thresholds(options.thresholds)
-        self.lexicon_level: LexiconLevel = options.lexicon_level or self.config.honest.lexicon_level
-        source = load_lexicon(options.lexicon) if options.lexicon else load_builtin_lexicon()
-        self.lexicon: Lexicon = source.at_level(self.lexicon_level)
-        # Demo models default to the offline scorer so that the quickstart needs no download.
-        scorer = options.sentiment or (LEXICON_SCORER if is_demo(options.model) else DEFAULT_CLASSIFIER)
-        self.scorer: SentimentScorer = load_scorer(scorer, label_positivity=self.config.sentiment.label_positivity)
-        self.backend = backend or self._load_backend()
-        self.baseline: AuditResults | None = read_results(options.baseline) if options.baseline else None
-        if self.baseline is not None:
-            problems = incompatibilities(self.baseline, self.provenance())
-            if problems:
-                raise ResultsFileError(
-                    f"The baseline {options.baseline} is not comparable with this run:\n  - " + "\n  - ".join(problems)
-                )
+    """The backend and the selected evaluations, loaded; results, scorecards and provenance on demand."""
 
-    def baseline_metric(self, metric_id: str) -> MetricRecord | None:
+    def __init__(self, options: AuditOptions, plan: AuditPlan, *, selected: Sequence[str],
+                 backend: Backend | None = None, baseline: Path | None = None):
+        self.options = options
+        self.plan = plan
+        self._results: dict[str, Any] = {}
+        self._cards: dict[str, Scorecard] = {}
+        self.config = plan.config
+        self.evaluations = {name: e for name, e in plan.evaluations.items() if name in selected}
+        self.not_run = {**plan.not_applicable(),
+                        **{name: "not selected" for name in plan.evaluations if name not in selected}}
+        problems: list[str] = []
+        self.backend = backend or _collect(problems, self._load_backend)
+        for evaluation in self.evaluations.values():
+            _collect(problems, functools.partial(evaluation.load, options))
+        self.baseline_source = baseline
+        self.baseline = _collect(problems, lambda: self._read_baseline(baseline)) if baseline else None
+        if problems:
+            raise AuditSetupError(problems)
+
+    def _read_baseline(self, path: Path):
+        from fairness_core.baseline import incompatibilities
+        from fairness_core.results import ResultsFileError, read_results
+
+        baseline = read_results(path)
+        problems = incompatibilities(baseline, self.provenance())
+        if problems:
+            raise ResultsFileError(f"The baseline {path} is not comparable with this run:\n  - " + "\n  - ".join(problems))
+        return baseline
+
+    def compute_all(self) -> None:
+        """Generate and score every selected evaluation now, before any test runs.
+
+        A backend that fails (a server that keeps answering 503) then ends the run
+        with one error instead of failing every test that reads the results.
+        """
+        for name in self.evaluations:
+            self.card(name)
+
+    def check(self, metric_id: str, *, where: Sequence[str], evidence: Callable[[], Sequence[Evidence]] = list,
+              evidence_total: int | None = None) -> None:
+        """Fail the calling test with an :class:`AuditViolation` when the metric breaks its limit."""
+        from fairness_core.violations import enforce
+
+        enforce(self.metric(metric_id), self.config.decision_rule, where=where, evidence=evidence,
+                evidence_total=evidence_total)
+
+    def baseline_metric(self, metric_id: str):
         """The baseline's record of ``metric_id`` (``None`` without a baseline or when it lacks it)."""
         if self.baseline is None:
             return None
         return next((m for m in self.baseline.metrics if m.id == metric_id), None)
 
     def _load_backend(self) -> Backend:
-        o = self.options
-        location = resolve_demo(o.model) or o.model
-        model, tokenizer = load_model(str(location), revision=o.revision, trust_remote_code=o.trust_remote_code,
-                                      device=o.device, dtype=o.dtype)
-        description = {"model": o.model, "revision": o.revision or "(default)",
-                       "dtype": str(model.dtype).removeprefix("torch."), "device": str(model.device)}
-        backend = HFBackend(model, tokenizer, seed=o.seed, batch_size=o.batch_size, description=description)
-        if o.cache_dir is None:
+        backend = create_backend(self.options.backend, self.options.backend_settings())
+        if self.options.cache_dir is None:
             return backend
-        return CachedBackend(backend, cache_dir=o.cache_dir)
+        return CachedBackend(backend, cache_dir=self.options.cache_dir)
 
-    @functools.cached_property
-    def honest(self) -> HonestResults:
-        prompts = honest_prompts(honest_templates(), identity_pairs())
-        return evaluate_honest(self.backend, prompts, self.config.honest.protocol, HurtfulMatcher(self.lexicon.entries))
+    def results(self, name: str) -> Any:
+        """The scored completions of evaluation ``name`` (generated on first use, then kept)."""
+        if name not in self._results:
+            self._results[name] = self.evaluations[name].run(self.backend)
+        return self._results[name]
 
-    def provenance(self) -> Provenance:
-        """What produced this run's numbers: model, protocol, scorers, data and versions."""
+    def card(self, name: str) -> Scorecard:
+        """Every metric of evaluation ``name``, computed once."""
+        if name not in self._cards:
+            self._cards[name] = Scorecard(self.evaluations[name].metrics(self.results(name), seed=self.options.seed))
+        return self._cards[name]
+
+    def metric(self, metric_id: str) -> MetricResult:
+        return self.card(metric_id.split(".", 1)[0])[metric_id]
+
+    def provenance(self):
+        """What produced this run's numbers: model, backend, attribute set, each evaluation's setup, versions."""
+        from fairness_core.results import Provenance, now, versions
+
         return Provenance(
             created=now(),
             model=dict(self.backend.description),
             fingerprint=self.backend.fingerprint,
+            usage=dict(getattr(self.backend, "usage", {})),
             seed=self.options.seed,
             decision_rule=self.config.decision_rule,
-            protocols={"honest": self.config.honest.protocol.model_dump(),
-                       "sentiment": self.config.sentiment.protocol.model_dump()},
-            lexicon={"source": self.lexicon.source, "level": self.lexicon_level,
-                     "entries": len(self.lexicon.entries), "sha256": self.lexicon.fingerprint},
-            sentiment_scorer=self.scorer.description,
-            templates={"honest": [t.id for t in honest_templates()], "sentiment": [t.id for t in name_templates()]},
-            identity_terms=[p.model_dump() for p in identity_pairs()],
-            names={a: [n.name for n in names] for a, names in given_names().items()},
+            attributes=self.plan.attributes.provenance(),
+            evaluations={name: e.provenance() for name, e in self.evaluations.items()},
+            not_run=self.not_run,
             versions=versions(),
         )
 
-    def computed(self) -> list[str]:
-        """The evaluations this run has generated (``-k`` may have deselected the others).
 
-        A cached property's value sits in ``vars(self)`` once computed, so asking does not compute it.
-        """
-        return [evaluation for evaluation in EVALUATIONS if evaluation in vars(self)]
-
-    def card(self, evaluation: str) -> Scorecard:
-        """The scorecard of ``honest`` or ``sentiment``."""
-        return self.honest_card if evaluation == "honest" else self.sentiment_card
-
-    @functools.cached_property
-    def honest_card(self) -> Scorecard:
-        return Scorecard(honest_metrics(self.honest, self.config, seed=self.options.seed))
-
-    @functools.cached_property
-    def sentiment_card(self) -> Scorecard:
-        return Scorecard(sentiment_metrics(self.sentiment, self.config, seed=self.options.seed))
-
-    @functools.cached_property
-    def sentiment(self) -> SentimentResults:
-        prompts = name_prompts(name_templates(), given_names())
-        return evaluate_sentiment(self.backend, prompts, self.config.sentiment.protocol, self.scorer)
+def _collect(problems: list[str], step: Callable[[], Any]) -> Any:
+    """Run ``step``; a usage error is added to ``problems`` instead of ending the setup."""
+    try:
+        return step()
+    except AuditUsageError as err:
+        problems.append(str(err))
+        return None

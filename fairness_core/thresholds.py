@@ -16,13 +16,14 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from fairness_core.errors import AuditUsageError
 from fairness_core.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED, LexiconLevel
 
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 Category = Literal[tuple(HURTLEX_CATEGORIES) + (UNCATEGORISED,)]  # type: ignore[valid-type]
 
 
-class ThresholdsError(ValueError):
+class ThresholdsError(AuditUsageError):
     """``thresholds.yaml`` is unreadable or invalid; the message says where and how to fix it."""
 
 
@@ -44,18 +45,42 @@ class SamplingProtocol(_Strict):
     temperature: Annotated[float, Field(gt=0.0)] = 1.0
 
 
-class AttributeRates(_Strict):
-    """One rate per attribute; both are required."""
+#: One limit for every group, or one per group id of the attribute set (``{female: 0.10, male: 0.10}``).
+GroupRates = Rate | dict[str, Rate]
 
-    female: Rate
-    male: Rate
+
+def rate_for(rates: GroupRates, group: str) -> float:
+    """The limit of ``group`` (present: :func:`group_problems` has checked the keys)."""
+    return rates if isinstance(rates, float | int) else rates[group]
+
+
+def group_problems(config: AuditConfig, groups: tuple[str, ...], *, where: str) -> list[str]:
+    """How the per-group limits of ``config`` disagree with the attribute set's ``groups``.
+
+    The groups come from the attribute set, not from the thresholds file, so this
+    check runs once both are known; each problem names the dotted key.
+    """
+    problems = []
+    rates = config.honest.max_honest_score
+    if isinstance(rates, dict):
+        missing = [g for g in groups if g not in rates]
+        unknown = [g for g in rates if g not in groups]
+        if missing:
+            problems.append(f"{where}: honest.max_honest_score has no limit for the group(s) {missing}; "
+                            f"give one per group ({', '.join(groups)}) or one number for all")
+        if unknown:
+            problems.append(f"{where}: honest.max_honest_score names unknown group(s) {unknown}; "
+                            f"the groups are {', '.join(groups)}")
+    return problems
 
 
 class HonestConfig(_Strict):
     """Limits of the HONEST audit.
 
-    ``max_ratio`` bounds the female/male HONEST-score ratio in both directions:
-    with 2.0 a ratio above 2.0 or below 0.5 is a violation.  The ratio of two
+    ``max_ratio`` bounds the HONEST-score ratio in both directions: with 2.0 a
+    ratio above 2.0 or below 0.5 is a violation.  With two groups the ratio is
+    the first group's score over the second's (as declared in the attribute
+    set); with more, the highest group's over the lowest's.  The ratio of two
     near-zero rates is noise (1 hurtful completion against 0 gives 3.0), so it
     is judged only once both attributes together have ``min_hits_for_ratio``
     hurtful completions; below that the per-attribute limits govern.
@@ -63,11 +88,11 @@ class HonestConfig(_Strict):
 
     protocol: SamplingProtocol = SamplingProtocol()
     lexicon_level: LexiconLevel = "conservative"
-    max_honest_score: AttributeRates
+    max_honest_score: GroupRates
     max_template_score: Rate
     max_ratio: Annotated[float, Field(ge=1.0)]
     min_hits_for_ratio: Annotated[int, Field(ge=0)] = 10
-    max_category_score: dict[Category, Rate] = {}
+    max_category_score: dict[Category, Rate] = {}  # type: ignore[valid-type]
 
 
 class SentimentConfig(_Strict):
@@ -133,9 +158,9 @@ def load_thresholds(path: str | Path) -> AuditConfig:
         raise ThresholdsError(f"The thresholds file {str(path)!r} is invalid:\n{problems}") from None
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: Any) -> str:
     location = ".".join(str(part) for part in error["loc"]) or "(top level)"
-    if error["type"] == "extra_forbidden":
+    if error["type"] == "extra_forbidden" and isinstance(error["loc"][-1], str):
         allowed = _allowed_keys(error["loc"][:-1])
         return f"{location}: unknown key {error['loc'][-1]!r}; allowed keys here: {', '.join(allowed)}"
     return f"{location}: {error['msg']} (got {error.get('input')!r})"

@@ -45,10 +45,12 @@ class Evidence:
 class AuditViolation(Exception):
     """A model exceeded an audit threshold; ``str(self)`` is the full report, ``evidence`` its completions."""
 
-    def __init__(self, message: str, *, summary: str = "", evidence: Sequence[Evidence] = ()):
+    def __init__(self, message: str, *, summary: str = "", evidence: Sequence[Evidence] = (),
+                 aggregate: bool = True):
         super().__init__(message)
         self.summary = summary
         self.evidence = list(evidence)
+        self.aggregate = aggregate
 
 
 def enforce(result: MetricResult, rule: DecisionRule, *, where: Sequence[str],
@@ -65,6 +67,7 @@ def enforce(result: MetricResult, rule: DecisionRule, *, where: Sequence[str],
                               evidence=[e.text() for e in shown], evidence_total=evidence_total),
             summary=f"{result.id}: {verdict}",
             evidence=shown[:EVIDENCE_LIMIT],
+            aggregate=result.aggregate,
         )
 
 
@@ -90,6 +93,24 @@ def hurtful_evidence(rows: Sequence[ScoredCompletion]) -> list[Evidence]:
                            for m in row.matches))
         for row in rows if row.hurtful
     ]
+
+
+def spread_over_templates(rows: Sequence[ScoredCompletion]) -> list[ScoredCompletion]:
+    """The hurtful rows taken round-robin over templates, so that evidence is not all from the first template.
+
+    >>> from fairness_core.resources import Prompt
+    >>> from fairness_core.matching import Match
+    >>> hit = (Match("馬鹿", "cds", "馬鹿", 0, 2),)
+    >>> rows = [ScoredCompletion(Prompt(t, "female", "母", "母は"), "馬鹿", hit) for t in ("a", "a", "b")]
+    >>> [r.prompt.template_id for r in spread_over_templates(rows)]
+    ['a', 'b', 'a']
+    """
+    by_template: dict[str, list[ScoredCompletion]] = {}
+    for row in rows:
+        if row.hurtful:
+            by_template.setdefault(row.prompt.template_id, []).append(row)
+    queues = list(by_template.values())
+    return [queue[i] for i in range(max(map(len, queues), default=0)) for queue in queues if i < len(queue)]
 
 
 def highlight(text: str, spans: Sequence[tuple[int, int]], *, before: str = "【", after: str = "】",

@@ -16,6 +16,7 @@ import yaml
 
 from fairness_core.resources import identity_pairs
 from fairness_core.results import SCHEMA_VERSION
+from fairness_core.session import AuditPlan
 
 REPO = Path(__file__).resolve().parents[1]
 AUDITS = REPO / "audits"
@@ -71,11 +72,18 @@ def output(result: pytest.RunResult) -> str:
     return result.stdout.str() + "\n" + result.stderr.str()
 
 
+#: The gated metrics of the default (gender) audit: one regression test each.
+GATED_METRICS = tuple(metric for evaluation in AuditPlan.load(REPO / "thresholds.yaml", "gender").evaluations.values()
+                      for metric in evaluation.gated_metrics())
+
+
 def minimal_results() -> dict:
     """The smallest valid --audit-json content: no metrics, no completions."""
     provenance = {"created": "2025-01-01T00:00:00+00:00", "model": {"model": "m"}, "fingerprint": None, "seed": 0,
-                  "decision_rule": "point", "protocols": {}, "lexicon": {"source": "s", "level": "conservative",
-                                                                         "entries": 1},
-                  "sentiment_scorer": "lexicon", "templates": {}, "identity_terms": [], "names": {}, "versions": {}}
+                  "decision_rule": "point", "attributes": {"name": "gender", "groups": ["female", "male"]},
+                  "evaluations": {"honest": {"protocol": {}, "templates": [],
+                                             "lexicon": {"source": "s", "level": "conservative", "entries": 1}},
+                                  "sentiment": {"protocol": {}, "templates": [], "scorer": "lexicon"}},
+                  "not_run": {}, "versions": {}}
     return {"schema_version": SCHEMA_VERSION, "provenance": provenance, "thresholds": {}, "metrics": [],
             "health": [], "confounds": [], "completions": {}}

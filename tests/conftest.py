@@ -26,12 +26,12 @@ import huggingface_hub.constants  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from hypothesis import settings  # noqa: E402
+from sentiment_support import train_name_biased_gpt2  # noqa: E402
 
 from fairness_core.backends.hf import load_model  # noqa: E402
 from fairness_core.demo.models import save_model, tiny_gpt2  # noqa: E402
 from fairness_core.demo.tokenizers import TOKENIZER_KINDS, train_tokenizer  # noqa: E402
 from fairness_core.resources import honest_prompts, honest_templates, identity_pairs  # noqa: E402
-from sentiment_support import train_name_biased_gpt2  # noqa: E402
 
 huggingface_hub.constants.HF_HUB_OFFLINE = True
 # The models here are tiny: extra intra-op threads only add overhead (and thrash on a busy machine).

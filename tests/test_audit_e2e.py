@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from audit_support import write_thresholds
+
 from fairness_core.pytest_plugin import OPTION_MODEL, OPTION_THRESHOLDS
 from fairness_core.resources import honest_templates, identity_pairs
 from fairness_core.violations import EVIDENCE_LIMIT
@@ -115,8 +115,8 @@ def test_strict_thresholds_fail_with_audit_violations_and_no_traceback(audit_dir
         assert "Traceback" not in text and "def test_" not in text
 
     by_test = {report.nodeid.split("::")[1]: str(report.longrepr) for report in failures}
-    attribute = by_test["test_attribute[female]"]
-    assert attribute.startswith("AUDIT VIOLATION: honest_score\n  attribute female, all ")
+    attribute = by_test["test_group[gender-female]"]
+    assert attribute.startswith("AUDIT VIOLATION: honest_score\n  group female, all ")
     match = re.search(r"\n  sample: (\d+) hurtful of (\d+) completions", attribute)
     hits, total = int(match[1]), int(match[2])
     assert total == len(honest_templates()) * len(identity_pairs()) * TINY_PROTOCOL["num_samples"]
@@ -128,13 +128,13 @@ def test_strict_thresholds_fail_with_audit_violations_and_no_traceback(audit_dir
     assert re.search(r"\n    \S+｜.*   ← .+ \(.+, unlisted", attribute), attribute
 
     # Failure lines in the short summary are the violations' first lines.
-    result.stdout.fnmatch_lines(["FAILED test_honest.py::test_attribute?female? - AUDIT VIOLATION: honest_score*"])
+    result.stdout.fnmatch_lines(["FAILED test_honest.py::test_group?gender-female? - AUDIT VIOLATION: honest_score*"])
 
 
 def test_category_limit_on_a_word_list_is_a_violation(audit_dir, audit_model):
     """Entries of a plain word list have the category 'unlisted', which thresholds.yaml accepts as a limit."""
     strict = dict(STRICT, honest=dict(STRICT["honest"], max_category_score={"unlisted": 0.0}))
-    result = run(audit_dir, *audit_args(audit_dir, audit_model, strict), "-k", "categories")
+    result = run(audit_dir, *audit_args(audit_dir, audit_model, strict), "-k", "category")
     output = result.stdout.str()
     assert "Traceback" not in output and "def test_" not in output and "KeyError" not in output, output
     result.assert_outcomes(failed=2)

@@ -16,9 +16,9 @@ import math
 import re
 
 import pytest
-from audit_support import minimal_results, output, run_audit, setup_audits, thresholds
+from audit_support import GATED_METRICS, minimal_results, output, run_audit, setup_audits, thresholds
 
-from fairness_core.baseline import GATED_METRICS, incompatibilities, regression
+from fairness_core.baseline import incompatibilities, regression
 from fairness_core.results import AuditResults, MetricRecord, Provenance, read_results
 from fairness_core.scorecard import Limit, MetricResult
 from fairness_core.thresholds import RegressionConfig
@@ -86,10 +86,12 @@ def test_baseline_gate_end_to_end(audits, tiny_model_dirs, biased_model):
 
 #: Edits of a baseline's provenance that make it another experiment, and the fields the error must list.
 INCOMPATIBLE_EDITS = {
-    "protocol": (lambda p: p["protocols"]["sentiment"].update(num_samples=5), ["protocols"]),
-    "templates": (lambda p: p["templates"]["honest"].pop(), ["templates"]),
-    "protocol-and-lexicon": (lambda p: (p["protocols"]["honest"].update(top_k=7), p["lexicon"].update(entries=99)),
-                             ["protocols", "lexicon"]),
+    "protocol": (lambda p: p["evaluations"]["honest"]["protocol"].update(num_samples=5), ["honest.protocol"]),
+    "templates": (lambda p: p["evaluations"]["honest"]["templates"].pop(), ["honest.templates"]),
+    "protocol-and-lexicon": (lambda p: (p["evaluations"]["honest"]["protocol"].update(top_k=7),
+                                        p["evaluations"]["honest"]["lexicon"].update(entries=99)),
+                             ["honest.lexicon", "honest.protocol"]),
+    "attribute-set": (lambda p: p["attributes"]["substitutions"]["female"].pop(), ["attribute set.substitutions"]),
 }
 
 
@@ -203,11 +205,15 @@ def test_incompatibilities_lists_each_differing_field(tmp_path):
     base = AuditResults.model_validate(minimal_results())
     same = base.provenance
     assert incompatibilities(base, same) == []
-    other = Provenance.model_validate({**same.model_dump(), "model": {"model": "another"}, "seed": 5,
-                                      "sentiment_scorer": "classifier x", "names": {"female": ["陽子"]}})
+    dumped = same.model_dump()
+    other = Provenance.model_validate({
+        **dumped, "model": {"model": "another"}, "seed": 5,
+        "attributes": {**dumped["attributes"], "groups": ["female", "male", "other"]},
+        "evaluations": {**dumped["evaluations"], "sentiment": {**dumped["evaluations"]["sentiment"],
+                                                               "scorer": "classifier x"}}})
     problems = incompatibilities(base, other)
-    assert [p.split(":")[0] for p in problems] == ["names", "sentiment_scorer"]
-    assert problems[1] == "sentiment_scorer: baseline 'lexicon' vs this run 'classifier x'"
+    assert [p.split(":")[0] for p in problems] == ["attribute set.groups", "sentiment.scorer"]
+    assert problems[1] == "sentiment.scorer: baseline 'lexicon' vs this run 'classifier x'"
 
 
 def test_the_same_word_list_at_another_path_is_comparable():
@@ -219,7 +225,12 @@ def test_the_same_word_list_at_another_path_is_comparable():
     """
     base = AuditResults.model_validate(minimal_results())
     lexicon = {"level": "conservative", "entries": 60}
+
+    def at(path: str) -> dict:
+        evaluations = base.provenance.evaluations
+        return {**evaluations, "honest": {**evaluations["honest"], "lexicon": {"source": path, **lexicon}}}
+
     base = base.model_copy(update={"provenance": base.provenance.model_copy(
-        update={"lexicon": {"source": "/ci/run-1/lexicon/words.txt", **lexicon}})})
-    here = base.provenance.model_copy(update={"lexicon": {"source": "/ci/run-2/lexicon/words.txt", **lexicon}})
+        update={"evaluations": at("/ci/run-1/lexicon/words.txt")})})
+    here = base.provenance.model_copy(update={"evaluations": at("/ci/run-2/lexicon/words.txt")})
     assert incompatibilities(base, here) == []

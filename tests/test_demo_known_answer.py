@@ -16,7 +16,15 @@ from fairness_core.group_fairness import evaluate_sentiment
 from fairness_core.honest import evaluate_honest
 from fairness_core.lexicon import load_builtin_lexicon
 from fairness_core.matching import HurtfulMatcher
-from fairness_core.resources import given_names, honest_prompts, honest_templates, identity_pairs, name_prompts, name_templates
+from fairness_core.metrics import rate_ratio
+from fairness_core.resources import (
+    given_names,
+    honest_prompts,
+    honest_templates,
+    identity_pairs,
+    name_prompts,
+    name_templates,
+)
 from fairness_core.sentiment import LexiconScorer
 from fairness_core.thresholds import SamplingProtocol, load_thresholds
 
@@ -31,6 +39,19 @@ def kind(request):
     return request.param
 
 
+GROUPS = ("female", "male")
+
+
+def _ratio(results) -> float:
+    female, male = results.count(attribute="female"), results.count(attribute="male")
+    return rate_ratio(hits_a=female.hits, total_a=female.total, hits_b=male.hits, total_b=male.total)
+
+
+def _mean_gap(results) -> float:
+    means = results.means()
+    return abs(means["female"] - means["male"])
+
+
 def _backend(bias: str, kind: str) -> HFBackend:
     model, tokenizer = load_model(str(resolve_demo(f"demo:{bias}:{kind}")), device="cpu")
     return HFBackend(model, tokenizer, seed=0, batch_size=256)
@@ -39,12 +60,12 @@ def _backend(bias: str, kind: str) -> HFBackend:
 def _honest(bias, kind):
     matcher = HurtfulMatcher(load_builtin_lexicon().at_level("conservative").entries)
     prompts = honest_prompts(honest_templates(), identity_pairs())
-    return evaluate_honest(_backend(bias, kind), prompts, HONEST_PROTOCOL, matcher)
+    return evaluate_honest(_backend(bias, kind), prompts, HONEST_PROTOCOL, matcher, groups=GROUPS)
 
 
 def _sentiment(bias, kind):
     prompts = name_prompts(name_templates(), given_names())
-    return evaluate_sentiment(_backend(bias, kind), prompts, SENTIMENT_PROTOCOL, LexiconScorer.builtin())
+    return evaluate_sentiment(_backend(bias, kind), prompts, SENTIMENT_PROTOCOL, LexiconScorer.builtin(), groups=GROUPS)
 
 
 def test_biased_honest_scores_match_planted_rates(kind):
@@ -52,26 +73,26 @@ def test_biased_honest_scores_match_planted_rates(kind):
     for attribute, planted in PLANTED_RATES["biased"].hurtful.items():
         measured = results.count(attribute=attribute).rate
         assert abs(measured - planted) <= 0.05, f"{attribute}: measured {measured:.3f}, planted {planted}"
-    assert results.ratio("female", "male") >= 3
+    assert _ratio(results) >= 3
 
 
 def test_fair_honest_ratio_is_near_one(kind):
     results = _honest("fair", kind)
     for attribute, planted in PLANTED_RATES["fair"].hurtful.items():
         assert abs(results.count(attribute=attribute).rate - planted) <= 0.05
-    assert 0.67 <= results.ratio("female", "male") <= 1.5
+    assert 0.67 <= _ratio(results) <= 1.5
 
 
 def test_biased_sentiment_gap_is_found(kind):
     results = _sentiment("biased", kind)
     limits = load_thresholds(REPO / "thresholds.yaml").sentiment
-    assert results.mean_gap() >= 0.2
+    assert _mean_gap(results) >= 0.2
     assert results.average_group_fairness() > limits.max_average_group_fairness
     assert max(results.distances().values()) > limits.max_group_distance
 
 
 def test_fair_sentiment_gap_is_small(kind):
-    assert _sentiment("fair", kind).mean_gap() < 0.1
+    assert _mean_gap(_sentiment("fair", kind)) < 0.1
 
 
 @pytest.mark.parametrize(("model", "exit_code"), [("demo", 0), ("demo:biased", 1)])

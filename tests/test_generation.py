@@ -15,9 +15,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GPTNeoXConfig, LlamaConfig
 
-from fairness_core.backends.base import Completion, Request
+from fairness_core.backends.base import Completion, Request, request_seed
 from fairness_core.backends.hf import HFBackend, ModelLoadError, encode_prompt, load_model, resolve_device
-from fairness_core.backends.sampling import SeededSampler, row_key
+from fairness_core.backends.sampling import SeededSampler
 from fairness_core.demo.models import save_model
 from fairness_core.thresholds import SamplingProtocol
 
@@ -43,7 +43,7 @@ def new_token_ids(model, tokenizer, request: Request, protocol: SamplingProtocol
     ids = encode_prompt(tokenizer, request.prompt)
     processors = []
     if protocol.do_sample:
-        processors.append(SeededSampler(torch.tensor([row_key(seed, request.prompt, request.sample_index)]),
+        processors.append(SeededSampler(torch.tensor([request_seed(seed, request.prompt, request.sample_index)]),
                                         len(ids), protocol))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     output = model.generate(

@@ -24,7 +24,11 @@ from audit_support import output, run_audit, setup_audits, thresholds
 from fairness_core.backends import cache as cache_module
 from fairness_core.backends.base import Backend, Completion, Request
 from fairness_core.backends.cache import (
-    CACHE_DIR_VARIABLE, CachedBackend, cache_key, default_cache_dir, write_atomically,
+    CACHE_DIR_VARIABLE,
+    CachedBackend,
+    cache_key,
+    default_cache_dir,
+    write_atomically,
 )
 from fairness_core.backends.hf import HFBackend
 from fairness_core.thresholds import SamplingProtocol

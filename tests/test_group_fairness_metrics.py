@@ -234,7 +234,12 @@ def rows_from(table) -> SentimentResults:
     return SentimentResults(tuple(
         ScoredSentiment(Prompt(template, attribute, name, f"{name}は"), f"completion {i}", s)
         for i, (template, attribute, name, s) in enumerate(table)
-    ))
+    ), groups=ATTRIBUTES)
+
+
+def mean_gap(results: SentimentResults, **where) -> float:
+    means = results.means(**where)
+    return abs(means["female"] - means["male"])
 
 
 def test_sentiment_results_hand_computed():
@@ -245,8 +250,8 @@ def test_sentiment_results_hand_computed():
     assert results.scores() == {"female": [0.0, 1.0, 0.0], "male": [1.0, 1.0, 1.0]}
     assert results.scores(template_id="t2") == {"female": [0.0], "male": [1.0, 1.0]}
     assert results.means() == {"female": pytest.approx(1 / 3), "male": 1.0}
-    assert results.mean_gap() == pytest.approx(2 / 3)
-    assert results.mean_gap(template_id="t1") == pytest.approx(0.5)
+    assert mean_gap(results) == pytest.approx(2 / 3)
+    assert mean_gap(results, template_id="t1") == pytest.approx(0.5)
     # pooled = [0, 0, 1, 1, 1, 1]; female [0, 1, 0] vs pooled: |2/3 - 1/3| on [0, 1) = 1/3; male: 1/3.
     assert results.distances() == {"female": pytest.approx(1 / 3), "male": pytest.approx(1 / 3)}
     assert results.average_group_fairness() == pytest.approx(1 / 3)
@@ -272,7 +277,7 @@ def test_sentiment_results_agree_with_the_pure_metrics(table):
     assert results.average_group_fairness() == pytest.approx(average_group_fairness(by_attribute))
     assert results.average_group_fairness() == pytest.approx(
         wasserstein1(by_attribute["female"], by_attribute["male"]) / 2, abs=1e-7)
-    assert 0.0 <= results.mean_gap() <= wasserstein1(by_attribute["female"], by_attribute["male"]) + TOLERANCE
+    assert 0.0 <= mean_gap(results) <= wasserstein1(by_attribute["female"], by_attribute["male"]) + TOLERANCE
 
 
 @property_test
@@ -282,13 +287,13 @@ def test_sentiment_results_are_fair_when_names_are_swapped(data, template_scores
     table = [(f"t{i % 2}", "female", "A", s) for i, s in enumerate(template_scores)]
     table += data.draw(st.permutations([(t, "male", "B", s) for t, _, _, s in table]))
     results = rows_from(table)
-    assert results.mean_gap() == pytest.approx(0.0, abs=TOLERANCE)
+    assert mean_gap(results) == pytest.approx(0.0, abs=TOLERANCE)
     assert results.average_group_fairness() == pytest.approx(0.0, abs=TOLERANCE)
     assert all(math.isclose(d, 0.0, abs_tol=TOLERANCE) for d in results.distances().values())
     assert results.counterfactual_fairness() == pytest.approx(0.0, abs=TOLERANCE)
 
 
-@pytest.mark.parametrize("method", ["means", "mean_gap", "average_group_fairness", "distances"])
+@pytest.mark.parametrize("method", ["means", "average_group_fairness", "distances"])
 def test_sentiment_results_without_one_attribute_raise_value_error(method):
     """No completion for an attribute (or an unknown template_id) must say so, not divide by zero."""
     results = rows_from([("t1", "female", "陽子", 0.5)])
@@ -327,7 +332,7 @@ class RecordingScorer:
 def test_evaluate_sentiment_scores_only_completions_in_one_batch():
     prompts = [Prompt("t1", "female", "陽子", "陽子は"), Prompt("t1", "male", "蓮", "蓮は")]
     backend, scorer = EchoBackend(), RecordingScorer()
-    results = evaluate_sentiment(backend, prompts, SamplingProtocol(num_samples=3), scorer)
+    results = evaluate_sentiment(backend, prompts, SamplingProtocol(num_samples=3), scorer, groups=ATTRIBUTES)
     assert [(r.prompt.term, r.completion, r.score) for r in results.rows] == [
         ("陽子", "続き0", 0.0), ("陽子", "続き1", 0.25), ("陽子", "続き2", 0.5),
         ("蓮", "続き0", 0.0), ("蓮", "続き1", 0.25), ("蓮", "続き2", 0.5),

@@ -18,7 +18,6 @@ from fairness_core.metrics import rate_ratio
 from fairness_core.resources import ATTRIBUTES, Prompt
 from fairness_core.thresholds import SamplingProtocol
 
-
 # --- rate_ratio --------------------------------------------------------------------
 
 def test_rate_ratio_both_zero_is_one():
@@ -119,7 +118,7 @@ def scored_rows(draw):
         matches = tuple(Match(f"語{i}", c, f"語{i}") for i, c in enumerate(categories))
         prompt = Prompt(template_id, attribute, "母" if attribute == "female" else "父", "母は")
         rows.append(ScoredCompletion(prompt, "…", matches))
-    return HonestResults(tuple(rows))
+    return HonestResults(tuple(rows), groups=ATTRIBUTES)
 
 
 @given(scored_rows())
@@ -144,17 +143,6 @@ def test_honest_counts_are_consistent(results):
             assert in_category.total == overall.total
             assert in_category.hits <= overall.hits
             assert in_category.hits == len(results.select(attribute=attribute, category=category))
-
-
-@given(scored_rows())
-def test_honest_ratio_is_rate_ratio_of_the_attribute_counts(results):
-    female, male = results.count(attribute="female"), results.count(attribute="male")
-    if female.total and male.total:
-        assert results.ratio("female", "male") == rate_ratio(
-            hits_a=female.hits, total_a=female.total, hits_b=male.hits, total_b=male.total)
-    else:
-        with pytest.raises(ValueError, match="rate_ratio needs"):
-            results.ratio("female", "male")
 
 
 def test_count_rate():
@@ -182,7 +170,7 @@ def test_evaluate_honest_asks_each_prompt_num_samples_times_and_keeps_order():
     prompts = [Prompt("trait-01", "female", "母", "母は"), Prompt("trait-01", "male", "父", "父は")]
     matcher = HurtfulMatcher([LexiconEntry("馬鹿", "cds", "conservative", lemma_keys("馬鹿"))])
     backend = EchoBackend()
-    results = evaluate_honest(backend, prompts, SamplingProtocol(num_samples=3), matcher)
+    results = evaluate_honest(backend, prompts, SamplingProtocol(num_samples=3), matcher, groups=ATTRIBUTES)
     assert backend.calls == [[Request("母は", 0), Request("母は", 1), Request("母は", 2),
                               Request("父は", 0), Request("父は", 1), Request("父は", 2)]]
     assert [(row.prompt.term, row.completion) for row in results.rows] == [

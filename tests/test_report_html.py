@@ -40,7 +40,7 @@ def test_html_report_and_terminal_summary(pytester, tiny_model_dirs):
                        "--self-contained-html")
     assert result.ret == pytest.ExitCode.TESTS_FAILED, output(result)
     failed = {r.nodeid.split("::")[-1] for r in result.reprec.getfailures()}
-    assert "test_attribute[female]" in failed
+    assert "test_group[gender-female]" in failed
     soup = BeautifulSoup(report.read_text(encoding="utf-8"), "html.parser")
 
     # The summary block: provenance rows.
@@ -48,13 +48,14 @@ def test_html_report_and_terminal_summary(pytester, tiny_model_dirs):
     assert summary is not None, "no fa-summary block in the report"
     provenance = {row.find_all("td")[0].get_text(): row.find_all("td")[1].get_text()
                   for row in summary.find("table").find_all("tr") if len(row.find_all("td")) == 2}
-    for key in ("model", "weights fingerprint", "decision rule", "seed", "protocol (honest)", "protocol (sentiment)",
-                "templates", "identity pairs / names", "hurtful lexicon", "sentiment scorer", "versions", "date"):
+    for key in ("model", "weights fingerprint", "decision rule", "seed", "attribute set", "honest", "sentiment",
+                "versions", "date"):
         assert key in provenance, f"provenance row {key!r} missing: {sorted(provenance)}"
     assert f"model={tiny_model_dirs['sentencepiece']}" in provenance["model"]
-    assert "num_samples=2" in provenance["protocol (honest)"] and "max_new_tokens=4" in provenance["protocol (honest)"]
+    assert "num_samples=2" in provenance["honest"] and "max_new_tokens=4" in provenance["honest"]
+    assert provenance["attribute set"] == "gender (builtin:gender): groups female, male"
     assert provenance["decision rule"] == "point" and provenance["seed"] == "0"
-    assert "words.txt" in provenance["hurtful lexicon"] and "lexicon" in provenance["sentiment scorer"]
+    assert "words.txt" in provenance["honest"] and "scorer: lexicon" in provenance["sentiment"]
     assert re.fullmatch(r"[0-9a-f]{16}", provenance["weights fingerprint"])
 
     # The aggregate-metrics table: value, interval, threshold and decision per metric.
@@ -84,7 +85,7 @@ def test_html_report_and_terminal_summary(pytester, tiny_model_dirs):
 
     # A failing test's extras: the evidence table with the matched words marked.
     blob = json.loads(soup.find(id="data-container")["data-jsonblob"])
-    [(nodeid, runs)] = [(k, v) for k, v in blob["tests"].items() if k.endswith("test_attribute[female]")]
+    [(nodeid, runs)] = [(k, v) for k, v in blob["tests"].items() if k.endswith("test_group[gender-female]")]
     extras = [extra for run in runs for extra in run["extras"] if extra["format_type"] == "html"]
     assert extras, f"no html extras for {nodeid}"
     evidence = BeautifulSoup(extras[0]["content"], "html.parser").find("table", class_="fa-evidence")

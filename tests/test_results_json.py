@@ -15,14 +15,28 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from audit_support import IDENTITY_WORDS, TINY_PROTOCOL, minimal_results, output, run_audit, setup_audits, thresholds
+from audit_support import (
+    GATED_METRICS,
+    IDENTITY_WORDS,
+    TINY_PROTOCOL,
+    minimal_results,
+    output,
+    run_audit,
+    setup_audits,
+    thresholds,
+)
 
-from fairness_core.baseline import GATED_METRICS
 from fairness_core.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED
 from fairness_core.metrics import group_distances
 from fairness_core.resources import given_names, honest_templates, identity_pairs, name_templates
 from fairness_core.results import (
-    SCHEMA_FILE, SCHEMA_VERSION, AuditResults, ResultsFileError, json_schema, read_results, write_results,
+    SCHEMA_FILE,
+    SCHEMA_VERSION,
+    AuditResults,
+    ResultsFileError,
+    json_schema,
+    read_results,
+    write_results,
 )
 from fairness_core.scorecard import Limit, MetricResult
 from fairness_core.sentiment import LexiconScorer
@@ -101,16 +115,20 @@ def test_audit_json_is_valid_complete_and_traceable(pytester, tiny_model_dirs):
     assert p["seed"] == 3 and p["fingerprint"]["seed"] == "3" and len(p["fingerprint"]["weights"]) == 64
     assert p["decision_rule"] == "point"
     for evaluation in ("honest", "sentiment"):
-        assert p["protocols"][evaluation] == json.loads(getattr(config, evaluation).protocol.model_dump_json())
-        assert {k: p["protocols"][evaluation][k] for k in TINY_PROTOCOL} == TINY_PROTOCOL
-    assert {k: v for k, v in p["lexicon"].items() if k != "sha256"} == {
+        protocol = p["evaluations"][evaluation]["protocol"]
+        assert protocol == json.loads(getattr(config, evaluation).protocol.model_dump_json())
+        assert {k: protocol[k] for k in TINY_PROTOCOL} == TINY_PROTOCOL
+    lexicon = p["evaluations"]["honest"]["lexicon"]
+    assert {k: v for k, v in lexicon.items() if k != "sha256"} == {
         "source": str(pytester.path / "words.txt"), "level": "conservative", "entries": len(set(IDENTITY_WORDS))}
-    assert len(p["lexicon"]["sha256"]) == 64
-    assert p["sentiment_scorer"] == LexiconScorer.builtin().description
-    assert p["templates"] == {"honest": [t.id for t in honest_templates()],
-                              "sentiment": [t.id for t in name_templates()]}
-    assert p["identity_terms"] == [pair.model_dump() for pair in identity_pairs()]
-    assert p["names"] == {a: [n.name for n in names] for a, names in given_names().items()}
+    assert len(lexicon["sha256"]) == 64
+    assert p["evaluations"]["sentiment"]["scorer"] == LexiconScorer.builtin().description
+    assert p["evaluations"]["honest"]["templates"] == [t.id for t in honest_templates()]
+    assert p["evaluations"]["sentiment"]["templates"] == [t.id for t in name_templates()]
+    assert p["attributes"]["name"] == "gender" and p["attributes"]["groups"] == ["female", "male"]
+    assert p["attributes"]["honest_terms"] == [pair.model_dump() for pair in identity_pairs()]
+    assert p["attributes"]["substitutions"] == {a: [n.name for n in names] for a, names in given_names().items()}
+    assert p["not_run"] == {}
     for package in ("python", "torch", "transformers", "fugashi", "scipy", "pytest"):
         assert p["versions"][package] not in ("", "not installed"), package
     assert p["created"]
@@ -138,7 +156,7 @@ def test_audit_json_is_valid_complete_and_traceable(pytester, tiny_model_dirs):
                                   interval=tuple(m["interval"]) if m["interval"] else None, limit=limit, sample="")
         assert m["decision"] == recomputed.decision("point"), m
         assert (m["decision"] == "skipped") == (m["value"] is None) == (m["skip_reason"] is not None), m
-    assert metrics["honest.honest_score[attribute=female]"]["limit_upper"] == config.honest.max_honest_score.female
+    assert metrics["honest.honest_score[attribute=female]"]["limit_upper"] == config.honest.max_honest_score["female"]
     assert metrics["honest.honest_ratio"]["limit_upper"] == config.honest.max_ratio
     assert metrics["honest.honest_ratio"]["limit_lower"] == pytest.approx(1 / config.honest.max_ratio)
     assert metrics["sentiment.group_distance[template=name-01,attribute=male]"]["limit_upper"] == \

@@ -19,7 +19,8 @@ from transformers.generation.logits_process import (
     TopPLogitsWarper,
 )
 
-from fairness_core.backends.sampling import SeededSampler, filter_candidates, row_key, stream_uniforms
+from fairness_core.backends.base import request_seed
+from fairness_core.backends.sampling import SeededSampler, filter_candidates, stream_uniforms
 from fairness_core.thresholds import SamplingProtocol
 
 LOGITS = torch.tensor([2.0, 1.6, 1.5, 1.1, 0.9, 0.4, 0.2, -0.1, -0.5, -0.9, -1.4, -2.2])
@@ -51,7 +52,7 @@ def seeded_draws(logits: torch.Tensor, protocol: SamplingProtocol, keys: torch.T
 
 
 def distinct_keys(n: int, seed: int = 0) -> torch.Tensor:
-    return torch.tensor([row_key(seed, "prompt", i) for i in range(n)], dtype=torch.int64)
+    return torch.tensor([request_seed(seed, "prompt", i) for i in range(n)], dtype=torch.int64)
 
 
 def goodness_of_fit(counts: torch.Tensor, expected: torch.Tensor) -> float:
@@ -173,10 +174,10 @@ def test_seeded_sampler_depends_only_on_the_key_of_each_row():
     assert torch.equal(torch.cat([seeded_draws(LOGITS, protocol, keys[i:i + 5]) for i in range(0, 64, 5)]), whole)
 
 
-# --- stream_uniforms and row_key ----------------------------------------------------
+# --- stream_uniforms and request_seed ----------------------------------------------------
 
 def test_stream_uniforms_are_in_the_open_unit_interval_and_uniform():
-    keys = torch.tensor([0, 1, 2, 0xFFFFFFFF, 12345, row_key(0, "x", 0)], dtype=torch.int64)
+    keys = torch.tensor([0, 1, 2, 0xFFFFFFFF, 12345, request_seed(0, "x", 0)], dtype=torch.int64)
     tokens = torch.arange(50_000).expand(len(keys), -1)
     values = stream_uniforms(keys, 0, tokens)
     assert values.dtype == torch.float64
@@ -206,10 +207,10 @@ def test_stream_uniforms_are_deterministic_and_distinct():
     assert len(set(a.flatten().tolist())) == 6
 
 
-def test_row_key_is_a_32_bit_function_of_seed_prompt_and_sample():
-    key = row_key(0, "母は", 0)
+def test_request_seed_is_a_32_bit_function_of_seed_prompt_and_sample():
+    key = request_seed(0, "母は", 0)
     assert 0 <= key < 2**32
-    assert row_key(0, "母は", 0) == key
-    assert len({key, row_key(1, "母は", 0), row_key(0, "父は", 0), row_key(0, "母は", 1)}) == 4
+    assert request_seed(0, "母は", 0) == key
+    assert len({key, request_seed(1, "母は", 0), request_seed(0, "父は", 0), request_seed(0, "母は", 1)}) == 4
     # The separator keeps fields apart: (seed 1, sample 12) is not (seed 11, sample 2).
-    assert row_key(1, "x", 12) != row_key(11, "x", 2)
+    assert request_seed(1, "x", 12) != request_seed(11, "x", 2)

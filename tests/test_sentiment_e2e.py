@@ -22,7 +22,11 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
 from sentiment_support import (  # noqa: E402
-    CONSTANT_BIAS, japanese_bert_tokenizer, save_classifier, set_head, tiny_bert_classifier,
+    CONSTANT_BIAS,
+    japanese_bert_tokenizer,
+    save_classifier,
+    set_head,
+    tiny_bert_classifier,
 )
 
 from fairness_core.resources import given_names, name_templates  # noqa: E402
@@ -130,12 +134,12 @@ def test_a_name_biased_model_is_reported_as_a_violation(audit, biased_model):
     expected = {
         "test_mean_gap": [means, r"observed (0\.9\d\d|1\.000)\b.* > threshold 0\.150\b", everything,
                           female_negative, male_positive],
-        "test_group_distance[female]": ["attribute female", means, half.format(r"0\.100\b"), everything,
+        "test_group_distance[gender-female]": ["group female", means, half.format(r"0\.100\b"), everything,
                                         female_negative],
-        "test_group_distance[male]": ["attribute male", half.format(r"0\.100\b"), everything, male_positive],
+        "test_group_distance[gender-male]": ["group male", half.format(r"0\.100\b"), everything, male_positive],
         "test_average_group_fairness": [half.format(r"0\.100\b"), everything],
         "test_counterfactual_fairness": [r"observed (0\.9\d\d|1\.000)\b.* > threshold 0\.300\b", everything],
-        "test_template[name-01-female]": [r"template name-01 「\[NAME\]は」", "attribute female",
+        "test_template[gender-female-name-01]": [r"template name-01 「\[NAME\]は」", "group female",
                                           half.format(r"0\.300\b"), one_template,
                                           evidence_line("female", "most negative", "0.00", r"\S+は｜(怖い。|卑怯だ。)")],
     }

@@ -21,13 +21,23 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from sentiment_support import (  # noqa: E402
-    CONSTANT_BIAS, SCORED_TEXTS, japanese_bert_tokenizer, random_head, save_classifier, set_head,
+    CONSTANT_BIAS,
+    SCORED_TEXTS,
+    japanese_bert_tokenizer,
+    random_head,
+    save_classifier,
+    set_head,
     tiny_bert_classifier,
 )
 
 from fairness_core.japanese import normalize  # noqa: E402
 from fairness_core.sentiment import (  # noqa: E402
-    LEXICON_SCORER, ClassifierScorer, LexiconScorer, ScorerError, load_scorer, positivity_of_labels,
+    LEXICON_SCORER,
+    ClassifierScorer,
+    LexiconScorer,
+    ScorerError,
+    load_scorer,
+    positivity_of_labels,
     read_polarity_lexicon,
 )
 

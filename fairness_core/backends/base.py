@@ -11,13 +11,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from fairness_core.thresholds import SamplingProtocol
+if TYPE_CHECKING:
+    from fairness_core.thresholds import SamplingProtocol
 
 
 class _HasText(Protocol):
-    text: str
+    @property
+    def text(self) -> str: ...
 
 
 P = TypeVar("P", bound=_HasText)

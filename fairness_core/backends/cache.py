@@ -22,11 +22,14 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from filelock import FileLock
 
 from fairness_core.backends.base import Backend, Completion, Request
-from fairness_core.thresholds import SamplingProtocol
+
+if TYPE_CHECKING:
+    from fairness_core.thresholds import SamplingProtocol
 
 CACHE_FORMAT = 1
 CACHE_DIR_VARIABLE = "JA_FAIRNESS_AUDIT_CACHE"

@@ -28,9 +28,10 @@ import transformers
 from tqdm import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer, StaticCache
 
-from fairness_core.backends.base import Completion, Request
+from fairness_core.backends.base import BackendSettings, Completion, Request, request_seed
 from fairness_core.backends.cpu_kernels import fast_cpu_kernels
-from fairness_core.backends.sampling import SeededSampler, row_key
+from fairness_core.backends.sampling import SeededSampler
+from fairness_core.errors import AuditUsageError
 from fairness_core.locations import MissingFolderError, first_line, resolve_location
 from fairness_core.thresholds import SamplingProtocol
 
@@ -66,7 +67,7 @@ def auto_batch_size(model) -> int:
     return max(1, min(AUTO_BATCH_MAX, int(free * AUTO_MEMORY_SHARE // per_row)))
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(AuditUsageError):
     """The model or tokenizer named by the user cannot be loaded; the message says why."""
 
 
@@ -118,6 +119,19 @@ def encode_prompt(tokenizer, text: str) -> list[int]:
     return ids
 
 
+def create_backend(settings: BackendSettings) -> HFBackend:
+    """``--backend=hf``: load ``settings.model`` (a hub id, a folder, or a demo name) with ``from_pretrained``."""
+    from fairness_core.demo.registry import resolve_demo
+
+    location = resolve_demo(settings.model) or settings.model
+    model, tokenizer = load_model(str(location), revision=settings.revision,
+                                  trust_remote_code=settings.trust_remote_code, device=settings.device,
+                                  dtype=settings.dtype)  # type: ignore[arg-type]
+    description = {"model": settings.model, "revision": settings.revision or "(default)",
+                   "dtype": str(model.dtype).removeprefix("torch."), "device": str(model.device), "backend": "hf"}
+    return HFBackend(model, tokenizer, seed=settings.seed, batch_size=settings.batch_size, description=description)
+
+
 class HFBackend:
     """Batched, seeded generation with a ``transformers`` causal LM."""
 
@@ -152,6 +166,7 @@ class HFBackend:
         tokenizer = getattr(self.tokenizer, "backend_tokenizer", None)
         vocabulary = tokenizer.to_str() if tokenizer is not None else json.dumps(self.tokenizer.get_vocab(), sort_keys=True)
         return {
+            "backend": "hf",
             "weights": weights.hexdigest(),
             "tokenizer": hashlib.sha256(
                 f"{type(self.tokenizer).__name__}{self.tokenizer.special_tokens_map}{vocabulary}".encode()
@@ -195,7 +210,7 @@ class HFBackend:
         attention_mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in encoded], device=device)
         sampler = None
         if protocol.do_sample:
-            keys = torch.tensor([row_key(self.seed, r.prompt, r.sample_index) for r in requests])
+            keys = torch.tensor([request_seed(self.seed, r.prompt, r.sample_index) for r in requests])
             sampler = SeededSampler(keys, width, protocol)
         new_ids = self._new_token_ids(input_ids, attention_mask, sampler, protocol.max_new_tokens)
         return [self._decode(row) for row in new_ids.tolist()]

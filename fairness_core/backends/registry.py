@@ -52,9 +52,12 @@ class BackendOption:
 
 @dataclass(frozen=True)
 class BackendEntry:
+    """``factory`` as ``"module:function"``; ``needs_model``: whether ``--model`` is required."""
+
     factory: str
     summary: str
     options: tuple[BackendOption, ...] = ()
+    needs_model: bool = True
 
 
 BACKENDS: dict[str, BackendEntry] = {

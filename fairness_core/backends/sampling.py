@@ -22,7 +22,6 @@ from __future__ import annotations
 import torch
 from transformers import LogitsProcessor
 
-from fairness_core.backends.base import request_seed as row_key
 from fairness_core.thresholds import SamplingProtocol
 
 _MASK32 = 0xFFFFFFFF

@@ -27,7 +27,13 @@ import yaml
 
 from fairness_core.lexicon import load_builtin_lexicon
 from fairness_core.resources import (
-    Prompt, given_names, honest_prompts, honest_templates, identity_pairs, name_prompts, name_templates,
+    Prompt,
+    given_names,
+    honest_prompts,
+    honest_templates,
+    identity_pairs,
+    name_prompts,
+    name_templates,
 )
 
 

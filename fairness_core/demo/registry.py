@@ -16,12 +16,13 @@ from pathlib import Path
 
 from fairness_core.demo.corpus import PLANTED_RATES
 from fairness_core.demo.tokenizers import TOKENIZER_KINDS
+from fairness_core.errors import AuditUsageError
 
 DEMO = "demo"
 ARTIFACTS = Path(__file__).parent / "artifacts"
 
 
-class UnknownDemoError(ValueError):
+class UnknownDemoError(AuditUsageError):
     """A ``demo:...`` name that names no demo model."""
 
 
