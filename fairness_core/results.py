@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from fairness_core.errors import AuditUsageError
 from fairness_core.health import confounds, health
 from fairness_core.resources import ATTRIBUTES
 
@@ -101,7 +102,7 @@ class AuditResults(_Record):
     completions: dict[str, list[CompletionRecord]]
 
 
-class ResultsFileError(ValueError):
+class ResultsFileError(AuditUsageError, ValueError):
     """A results file (e.g. ``--baseline``) that cannot be read as audit results."""
 
 

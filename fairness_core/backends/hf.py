@@ -31,6 +31,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, StaticCache
 from fairness_core.backends.base import Completion, Request
 from fairness_core.backends.cpu_kernels import fast_cpu_kernels
 from fairness_core.backends.sampling import SeededSampler, row_key
+from fairness_core.errors import AuditUsageError
 from fairness_core.locations import MissingFolderError, first_line, resolve_location
 from fairness_core.thresholds import SamplingProtocol
 
@@ -66,7 +67,7 @@ def auto_batch_size(model) -> int:
     return max(1, min(AUTO_BATCH_MAX, int(free * AUTO_MEMORY_SHARE // per_row)))
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(AuditUsageError, RuntimeError):
     """The model or tokenizer named by the user cannot be loaded; the message says why."""
 
 
