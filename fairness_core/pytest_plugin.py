@@ -50,6 +50,13 @@ def _batch_size(value: str) -> int | str:
     raise pytest.UsageError(f"--batch-size must be auto or a positive whole number. Got {value!r} instead.")
 
 
+def _seed(value: str) -> int:
+    """A seed is a whole number >= 0: the statistics' random generators reject a negative one after generation."""
+    if re.fullmatch(r"[0-9]+", value):
+        return int(value)
+    raise pytest.UsageError(f"--seed must be a whole number >= 0. Got {value!r} instead.")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fairness-audit", "Japanese LM fairness audit")
     group.addoption(OPTION_MODEL, help="hub id or local path of the causal LM to audit (required for audits)")
@@ -61,7 +68,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--batch-size", default="auto", type=_batch_size,
                     help="rows per generation batch, or auto: the largest that fits (on CUDA an out-of-memory "
                          "error halves it and retries) (default: auto)")
-    group.addoption("--seed", default=0, type=int, help="sampling seed (default: 0)")
+    group.addoption("--seed", default=0, type=_seed, help="sampling seed (default: 0)")
     group.addoption(OPTION_THRESHOLDS, type=Path,
                     help="thresholds and protocol YAML (default: thresholds.yaml in the rootdir)")
     group.addoption("--lexicon", type=Path, help="hurtful lexicon: a HurtLex TSV or one word a line")
