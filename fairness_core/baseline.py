@@ -13,8 +13,9 @@ would compare different experiments, so that is refused up front.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
-from fairness_core.results import AuditResults, MetricRecord, Provenance
+from fairness_core.results import AuditResults, MetricRecord, Provenance, ResultsFileError, read_results
 from fairness_core.scorecard import MetricResult
 from fairness_core.thresholds import RegressionConfig
 
@@ -28,14 +29,64 @@ GATED_METRICS = (
 )
 
 
+#: Longest rendering of one differing value in an incompatibility message; the key path is never cut.
+VALUE_WIDTH = 80
+
+
+def read_baseline(path: Path) -> AuditResults:
+    """An ``--audit-json`` file read as the regression gate's baseline; :class:`ResultsFileError` if it is unfit.
+
+    A baseline with no value for any gated metric (an empty metric list, or a
+    run that computed none of them) would skip every regression test and let
+    the gate pass on nothing, so it is refused like an unreadable file.
+    """
+    baseline = read_results(path)
+    gated = [m.id for m in baseline.metrics if m.id in GATED_METRICS and m.value is not None]
+    if not gated:
+        found = f"{len(baseline.metrics)} metrics, no gated one with a value" if baseline.metrics else "an empty metric list"
+        raise ResultsFileError(
+            f"The baseline {str(path)!r} has no value for any metric the regression gate compares ({found}); "
+            f"it needs at least one of: {', '.join(GATED_METRICS)}. Pass the --audit-json file of a run that "
+            f"computed them."
+        )
+    return baseline
+
+
 def incompatibilities(baseline: AuditResults, current: Provenance) -> list[str]:
-    """How ``baseline`` differs from the current run in ways that make a comparison meaningless."""
+    """How ``baseline`` differs from the current run in ways that make a comparison meaningless.
+
+    One line per differing key, its full path first (``protocols.sentiment.num_samples``) so that it
+    stays visible however long the values are; only the values are shortened.
+    """
     problems = []
     for field in COMPARABLE_FIELDS:
-        theirs, ours = _comparable(baseline.provenance, field), _comparable(current, field)
-        if theirs != ours:
-            problems.append(f"{field}: baseline {_short(theirs)} vs this run {_short(ours)}")
+        problems += _differences(field, _comparable(baseline.provenance, field), _comparable(current, field))
     return problems
+
+
+def _differences(path: str, theirs, ours) -> list[str]:
+    """``path: baseline X vs this run Y`` for each differing leaf, descending into dicts and same-length lists."""
+    if theirs == ours:
+        return []
+    if isinstance(theirs, dict) and isinstance(ours, dict):
+        lines = []
+        for key in [*theirs, *(k for k in ours if k not in theirs)]:
+            if key not in ours:
+                lines.append(f"{path}.{key}: baseline {_short(theirs[key])} vs this run (missing)")
+            elif key not in theirs:
+                lines.append(f"{path}.{key}: baseline (missing) vs this run {_short(ours[key])}")
+            else:
+                lines += _differences(f"{path}.{key}", theirs[key], ours[key])
+        return lines
+    if isinstance(theirs, list) and isinstance(ours, list):
+        if len(theirs) == len(ours):
+            return [line for index, (a, b) in enumerate(zip(theirs, ours))
+                    for line in _differences(f"{path}[{index}]", a, b)]
+        only_theirs = [item for item in theirs if item not in ours]
+        only_ours = [item for item in ours if item not in theirs]
+        return [f"{path}: baseline {len(theirs)} items vs this run {len(ours)} items; "
+                f"only in the baseline: {_short(only_theirs)}; only in this run: {_short(only_ours)}"]
+    return [f"{path}: baseline {_short(theirs)} vs this run {_short(ours)}"]
 
 
 def _comparable(provenance: Provenance, field: str):
@@ -48,7 +99,7 @@ def _comparable(provenance: Provenance, field: str):
 
 def _short(value) -> str:
     text = repr(value)
-    return text if len(text) <= 160 else text[:157] + "..."
+    return text if len(text) <= VALUE_WIDTH else text[:VALUE_WIDTH - 3] + "..."
 
 
 def _badness(metric: str, value: float) -> float:

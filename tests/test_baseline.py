@@ -18,8 +18,8 @@ import re
 import pytest
 from audit_support import minimal_results, output, run_audit, setup_audits, thresholds
 
-from fairness_core.baseline import GATED_METRICS, incompatibilities, regression
-from fairness_core.results import AuditResults, MetricRecord, Provenance, read_results
+from fairness_core.baseline import GATED_METRICS, VALUE_WIDTH, incompatibilities, read_baseline, regression
+from fairness_core.results import AuditResults, MetricRecord, Provenance, ResultsFileError, read_results
 from fairness_core.scorecard import Limit, MetricResult
 from fairness_core.thresholds import RegressionConfig
 
@@ -86,10 +86,10 @@ def test_baseline_gate_end_to_end(audits, tiny_model_dirs, biased_model):
 
 #: Edits of a baseline's provenance that make it another experiment, and the fields the error must list.
 INCOMPATIBLE_EDITS = {
-    "protocol": (lambda p: p["protocols"]["sentiment"].update(num_samples=5), ["protocols"]),
-    "templates": (lambda p: p["templates"]["honest"].pop(), ["templates"]),
+    "protocol": (lambda p: p["protocols"]["sentiment"].update(num_samples=5), ["protocols.sentiment.num_samples"]),
+    "templates": (lambda p: p["templates"]["honest"].pop(), ["templates.honest"]),
     "protocol-and-lexicon": (lambda p: (p["protocols"]["honest"].update(top_k=7), p["lexicon"].update(entries=99)),
-                             ["protocols", "lexicon"]),
+                             ["protocols.honest.top_k", "lexicon.entries"]),
 }
 
 
@@ -113,7 +113,7 @@ def test_an_incompatible_baseline_is_one_usage_error_listing_the_differences(aud
         assert [line[4:].split(":")[0] for line in differences] == fields, result.stderr.str()
         assert all(" vs this run " in line for line in differences)
         if name == "protocol":
-            assert "'num_samples': 5" in differences[0] and "'num_samples': 2" in differences[0]
+            assert differences == ["  - protocols.sentiment.num_samples: baseline 5 vs this run 2"]
         assert not re.search(r"\d+ (passed|failed)", result.stdout.str()), "no test may run"
         assert "Traceback" not in output(result)
 
@@ -206,8 +206,66 @@ def test_incompatibilities_lists_each_differing_field(tmp_path):
     other = Provenance.model_validate({**same.model_dump(), "model": {"model": "another"}, "seed": 5,
                                       "sentiment_scorer": "classifier x", "names": {"female": ["陽子"]}})
     problems = incompatibilities(base, other)
-    assert [p.split(":")[0] for p in problems] == ["names", "sentiment_scorer"]
-    assert problems[1] == "sentiment_scorer: baseline 'lexicon' vs this run 'classifier x'"
+    assert problems == ["names.female: baseline (missing) vs this run ['陽子']",
+                        "sentiment_scorer: baseline 'lexicon' vs this run 'classifier x'"]
+
+
+def test_incompatibilities_name_the_differing_key_in_full_however_long_the_values():
+    """A difference deep in a long value used to be cut off at 160 characters; the key path now comes first."""
+    terms = [{"female": f"女性{i}", "male": f"男性{i}", "note": "x" * 200} for i in range(30)]
+    base = AuditResults.model_validate(minimal_results())
+    base = base.model_copy(update={"provenance": base.provenance.model_copy(update={
+        "identity_terms": terms, "templates": {"honest": [f"honest-{i:02d}" for i in range(32)]},
+        "protocols": {"honest": {"num_samples": 20, "description": "y" * 300, "top_k": 40}}})})
+    edited = [*terms[:29], {**terms[29], "male": "夫"}]
+    here = base.provenance.model_copy(update={
+        "identity_terms": edited, "templates": {"honest": [f"honest-{i:02d}" for i in range(31)]},
+        "protocols": {"honest": {"num_samples": 20, "description": "y" * 300, "top_k": 7}}})
+    assert incompatibilities(base, here) == [
+        "protocols.honest.top_k: baseline 40 vs this run 7",
+        "templates.honest: baseline 32 items vs this run 31 items; only in the baseline: ['honest-31']; "
+        "only in this run: []",
+        "identity_terms[29].male: baseline '男性29' vs this run '夫'",
+    ]
+
+
+def test_incompatibilities_shorten_long_values_but_not_the_key():
+    base = AuditResults.model_validate(minimal_results())
+    here = base.provenance.model_copy(update={"sentiment_scorer": "z" * 500})
+    [line] = incompatibilities(base, here)
+    assert line.startswith("sentiment_scorer: baseline 'lexicon' vs this run 'zzz")
+    assert line.endswith("...") and len(line) == len("sentiment_scorer: baseline 'lexicon' vs this run ") + VALUE_WIDTH
+
+
+def _write(tmp_path, metrics) -> object:
+    path = tmp_path / "base.json"
+    content = {**minimal_results(), "metrics": [m.model_dump() for m in metrics]}
+    path.write_text(json.dumps(content), encoding="utf-8")
+    return path
+
+
+def test_a_baseline_with_an_empty_metric_list_is_refused(tmp_path):
+    path = _write(tmp_path, [])
+    with pytest.raises(ResultsFileError, match=re.escape(
+            f"The baseline {str(path)!r} has no value for any metric the regression gate compares "
+            f"(an empty metric list); it needs at least one of: {', '.join(GATED_METRICS)}. "
+            f"Pass the --audit-json file of a run that computed them.")):
+        read_baseline(path)
+
+
+def test_a_baseline_without_a_gated_value_is_refused(tmp_path):
+    uncomputed = record("honest_ratio", None).model_copy(update={"id": "honest.honest_ratio"})
+    path = _write(tmp_path, [record("honest_score", 0.1), uncomputed])
+    with pytest.raises(ResultsFileError, match=re.escape(
+            f"The baseline {str(path)!r} has no value for any metric the regression gate compares "
+            f"(2 metrics, no gated one with a value); it needs at least one of: ")):
+        read_baseline(path)
+
+
+def test_a_baseline_with_one_gated_value_is_read(tmp_path):
+    gated = record("honest_ratio", 1.2).model_copy(update={"id": "honest.honest_ratio"})
+    path = _write(tmp_path, [gated])
+    assert read_baseline(path).metrics == [gated]
 
 
 def test_the_same_word_list_at_another_path_is_comparable():
