@@ -10,6 +10,7 @@ model takes.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 # The suite never touches the network.  The audit plugin (a pytest11 entry point) imports
@@ -17,8 +18,10 @@ import tempfile
 # set the variable for anything started later and the constant it was read into.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# Audit runs inside the tests write their generation cache to a throw-away folder, never ~/.cache.
-os.environ["JA_FAIRNESS_AUDIT_CACHE"] = tempfile.mkdtemp(prefix="ja-fairness-audit-test-cache-")
+# Audit runs inside the tests write their generation cache to a throw-away folder, never ~/.cache;
+# pytest_unconfigure removes it once the whole session (and every run started from it) is over.
+TEST_CACHE_DIR = tempfile.mkdtemp(prefix="ja-fairness-audit-test-cache-")
+os.environ["JA_FAIRNESS_AUDIT_CACHE"] = TEST_CACHE_DIR
 
 from pathlib import Path  # noqa: E402
 
@@ -41,6 +44,11 @@ settings.register_profile("fairness", deadline=None)
 settings.load_profile("fairness")
 
 pytest_plugins = ["pytester"]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove this session's throw-away generation cache: one folder a run piled up in the temp dir."""
+    shutil.rmtree(TEST_CACHE_DIR, ignore_errors=True)
 
 #: Hand-written sentences so that the tokenizers learn ordinary Japanese words.
 SENTENCES = (
