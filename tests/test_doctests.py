@@ -25,6 +25,7 @@ MODULES = (
     "fairness_core.group_fairness",
     "fairness_core.health",
     "fairness_core.locations",
+    "fairness_core.outputs",
     "fairness_core.scorecard",
     "fairness_core.sentiment",
     "fairness_core.statistics",

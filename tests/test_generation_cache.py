@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -308,35 +307,6 @@ def test_an_entry_failing_its_checksum_or_schema_is_rejected_and_regenerated(tmp
 
 
 # --- read-only caches --------------------------------------------------------------------------------------
-
-@pytest.fixture
-def make_read_only():
-    """Make a folder tree read-only, for root too; undone at teardown.
-
-    ``chmod`` does not stop root, so when a write still succeeds after it the
-    tree is made immutable with ``chattr +i`` (ext4 and others, needs
-    CAP_LINUX_IMMUTABLE); where neither works the test is skipped.
-    """
-    frozen = []
-
-    def freeze(folder: Path) -> None:
-        for path in [folder, *folder.rglob("*")]:
-            path.chmod(path.stat().st_mode & ~0o222)
-        probe = folder / ".probe"
-        try:
-            probe.touch()
-        except PermissionError:
-            return
-        probe.unlink()
-        if shutil.which("chattr") is None or subprocess.run(["chattr", "-R", "+i", str(folder)],
-                                                            capture_output=True).returncode != 0:
-            pytest.skip("running as root, where chmod does not stop writes, and chattr +i is not available here")
-        frozen.append(folder)
-
-    yield freeze
-    for folder in frozen:
-        subprocess.run(["chattr", "-R", "-i", str(folder)], check=True)
-
 
 def test_a_read_only_warm_cache_is_read_without_locks(tmp_path, make_read_only):
     CachedBackend(CountingBackend(), cache_dir=tmp_path).generate(REQUESTS, PROTOCOL)
