@@ -19,13 +19,11 @@ import hashlib
 import inspect
 import json
 import os
-import sys
 from collections.abc import Sequence
 from typing import Literal
 
 import torch
 import transformers
-from tqdm import tqdm
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, StaticCache
 from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
@@ -36,6 +34,7 @@ from fairness_core.errors import AuditUsageError
 from fairness_core.locations import (
     HubUnavailableError, MissingFolderError, first_line, local_files_only, resolve_location,
 )
+from fairness_core.progress import progress_bar, quiet_library_bars
 from fairness_core.thresholds import SamplingProtocol
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -108,9 +107,10 @@ def load_model(
         config = AutoConfig.from_pretrained(name_or_path, **kwargs)
         check_causal_lm(config, name_or_path)
         tokenizer = AutoTokenizer.from_pretrained(name_or_path, **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(
-            name_or_path, config=config, dtype="auto" if dtype == "auto" else DTYPES[dtype], **kwargs
-        )
+        with quiet_library_bars():  # transformers' "Loading weights" bar would print inside pytest's header
+            model = AutoModelForCausalLM.from_pretrained(
+                name_or_path, config=config, dtype="auto" if dtype == "auto" else DTYPES[dtype], **kwargs
+            )
     except HubUnavailableError as err:
         raise ModelLoadError(f"--model={err}") from None
     except (OSError, ValueError, KeyError) as err:
@@ -211,8 +211,8 @@ class HFBackend:
         encoded = [encode_prompt(self.tokenizer, r.prompt) for r in requests]
         order = sorted(range(len(requests)), key=lambda i: (-len(encoded[i]), i))
         results: list[Completion | None] = [None] * len(requests)
-        with tqdm(total=len(requests), desc="generating", unit="completion", file=sys.__stderr__,
-                  disable=None, leave=False) as progress, fast_cpu_kernels(self.model):
+        with progress_bar(len(requests), desc="generating", unit="completion") as progress, \
+                fast_cpu_kernels(self.model):
             done = 0
             while done < len(order):
                 batch = order[done:done + self.batch_size]
