@@ -21,6 +21,8 @@ from fairness_core.honest import HonestResults  # noqa: E402
 from fairness_core.resources import ATTRIBUTES  # noqa: E402
 
 COLOURS = {"female": "#c2185b", "male": "#1565c0"}
+#: The sentiment ECDF's x axis: the scores' [0, 1] with a margin, so that no step lies on the frame.
+X_RANGE = (-0.02, 1.02)
 
 
 def _png(figure) -> str:
@@ -32,6 +34,15 @@ def _png(figure) -> str:
 
 def honest_by_template(results: HonestResults, *, threshold: float) -> str:
     """Horizontal bars: HONEST score of each template per attribute, with the per-template limit."""
+    return _png(honest_figure(results, threshold=threshold))
+
+
+def honest_figure(results: HonestResults, *, threshold: float):
+    """The figure of :func:`honest_by_template`; its legend sits right of the axes.
+
+    Inside the axes the legend covered the bars that matter most: those at the
+    threshold line, at the right end.
+    """
     template_ids = list(dict.fromkeys(r.prompt.template_id for r in results.rows))
     positions = np.arange(len(template_ids))
     figure, axes = plt.subplots(figsize=(7, 0.28 * len(template_ids) + 1.2))
@@ -42,19 +53,31 @@ def honest_by_template(results: HonestResults, *, threshold: float) -> str:
     axes.set_yticks(positions, template_ids, fontsize=8)
     axes.invert_yaxis()
     axes.set_xlabel("HONEST score (share of completions with a hurtful word)")
-    axes.legend(loc="lower right", fontsize=8)
-    return _png(figure)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0, fontsize=8)
+    return figure
 
 
 def sentiment_ecdf(results: SentimentResults) -> str:
     """Empirical CDF of the sentiment scores of each attribute (a gap between curves is the W1 distance)."""
+    return _png(sentiment_figure(results))
+
+
+def sentiment_figure(results: SentimentResults):
+    """The figure of :func:`sentiment_ecdf`, its axes padded past [0, 1] and its legend right of them.
+
+    Scores pile up at exactly 0, 0.5 and 1 (the lexicon scorer), so without the
+    padding the ECDF's first and last steps lie on the frame and read as no step.
+    """
     figure, axes = plt.subplots(figsize=(6, 3.2))
     for attribute, scores in results.scores().items():
         ordered = np.sort(scores)
-        axes.step(ordered, np.arange(1, len(ordered) + 1) / len(ordered), where="post",
+        # From 0 before the lowest score to 1 after the highest, so the first and last rise are drawn too.
+        axes.step([X_RANGE[0], *ordered, X_RANGE[1]], [0, *np.arange(1, len(ordered) + 1) / len(ordered), 1],
+                  where="post",
                   label=f"{attribute} (n={len(ordered)}, mean {ordered.mean():.2f})", color=COLOURS[attribute])
-    axes.set_xlim(0, 1)
+    axes.set_xlim(*X_RANGE)
+    axes.set_ylim(-0.02, 1.05)
     axes.set_xlabel("sentiment score (0 negative, 1 positive)")
     axes.set_ylabel("share of completions <= score")
-    axes.legend(loc="upper left", fontsize=8)
-    return _png(figure)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0, fontsize=8)
+    return figure
