@@ -7,6 +7,7 @@ to the browser (UTF-8 HTML); plots carry only ASCII labels.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from html import escape
 
@@ -106,9 +107,23 @@ def evidence_html(evidence: Sequence[Evidence]) -> str:
 
 def terminal_lines(violations: Sequence[str], skipped: Sequence[str], confounds: Sequence[str],
                    outputs: Sequence[str]) -> list[str]:
-    """The short 'fairness audit' section after pytest's results."""
-    lines = [f"VIOLATION {line}" for line in violations] or ["no audit violations"]
+    """The short 'fairness audit' section after pytest's results.
+
+    Violations come aggregate first (the deploy decision), then per template,
+    each group in the order the tests ran.
+
+    >>> terminal_lines(["honest.honest_score[template=t1,attribute=female]: 0.5 > 0.3",
+    ...                 "honest.honest_ratio: 4.8 > 1.5"], [], [], [])
+    ['VIOLATION honest.honest_ratio: 4.8 > 1.5', 'VIOLATION honest.honest_score[template=t1,attribute=female]: 0.5 > 0.3']
+    """
+    ordered = sorted(violations, key=_is_per_template)
+    lines = [f"VIOLATION {line}" for line in ordered] or ["no audit violations"]
     lines += [f"not judged: {line}" for line in skipped]
     lines += [f"confound: {line}" for line in confounds]
     lines += [f"report: {line}" for line in outputs]
     return lines
+
+
+def _is_per_template(violation: str) -> bool:
+    """Whether a violation summary (``<metric id>: <verdict>``) is about one template: ``…[template=…]``."""
+    return re.match(r"\S*\[[^\]]*\btemplate=", violation) is not None
