@@ -304,6 +304,8 @@ def test_an_entry_failing_its_checksum_or_schema_is_rejected_and_regenerated(tmp
     assert re.fullmatch(rf"{re.escape(str(path))}: {reason}.*", line), line
     assert path.read_text(encoding="utf-8") == entry_text(expected())
     assert cached.generate(REQUESTS, PROTOCOL) == expected() and cached.hits == 1 and len(cached.rejected) == 1
+    assert cached.summary_lines() == [
+        "generation cache: 1 entry failed the integrity check, generated anew:", f"  {line}"]
 
 
 # --- read-only caches --------------------------------------------------------------------------------------
@@ -329,6 +331,7 @@ def test_a_miss_in_a_read_only_cache_is_generated_and_not_stored(tmp_path, make_
     [line] = cached.not_stored
     assert re.fullmatch(rf"{re.escape(str(path))}: not stored, the cache cannot be written \(.+\)", line), line
     assert entries(tmp_path) == []
+    assert cached.summary_lines() == ["generation cache: 1 entry generated but not stored:", f"  {line}"]
 
 
 # --- concurrent runs ------------------------------------------------------------------------------------

@@ -153,6 +153,18 @@ class CachedBackend:
             self.misses += 1
             return completions
 
+    def summary_lines(self) -> list[str]:
+        """What the run's terminal summary should say about the cache: each rejected or unstored entry, once."""
+        lines = []
+        if self.rejected:
+            lines.append(f"generation cache: {_entries(len(self.rejected))} failed the integrity check, "
+                         f"generated anew:")
+            lines += [f"  {line}" for line in self.rejected]
+        if self.not_stored:
+            lines.append(f"generation cache: {_entries(len(self.not_stored))} generated but not stored:")
+            lines += [f"  {line}" for line in self.not_stored]
+        return lines
+
     def _read(self, path: Path, expected: int) -> list[Completion] | None:
         """The entry's completions, or ``None`` when absent or untrustworthy (then it is regenerated)."""
         try:
@@ -167,6 +179,10 @@ class CachedBackend:
         except CacheEntryError as err:
             self.rejected.append(f"{path}: {err}")
             return None
+
+
+def _entries(count: int) -> str:
+    return f"{count} entry" if count == 1 else f"{count} entries"
 
 
 @contextlib.contextmanager
