@@ -11,6 +11,7 @@ import socket
 import time
 
 import pytest
+from audit_support import output, run_audit, setup_audits, thresholds
 from huggingface_hub import constants as hub_constants
 from transformers import (
     BertConfig, BertForMaskedLM, BertForSequenceClassification, T5Config, T5ForConditionalGeneration,
@@ -36,6 +37,17 @@ def test_a_bert_classifier_is_refused_before_its_weights_load(tmp_path):
     with pytest.raises(ModelLoadError, match=re.escape(
             f"--model={tmp_path} is a model with a classification head (BertForSequenceClassification). {NEEDED}")):
         load_model(str(tmp_path), device="cpu")
+
+
+def test_a_bert_classifier_ends_an_audit_run_with_one_usage_error(pytester, tmp_path):
+    """Issue 14: it used to give 106 identical RuntimeErrors and then "no audit violations"."""
+    folder = tmp_path / "bert-classifier"
+    BertForSequenceClassification(BertConfig(**TINY_BERT, num_labels=2)).save_pretrained(folder)
+    result = run_audit(setup_audits(pytester), folder, thresholds(lax=True))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output(result)
+    assert [line for line in result.errlines if line.startswith("ERROR:")] == [
+        f"ERROR: --model={folder} is a model with a classification head (BertForSequenceClassification). {NEEDED}"]
+    assert "Traceback" not in output(result) and "RuntimeError" not in output(result)
 
 
 def test_an_encoder_only_model_is_refused(tmp_path):
