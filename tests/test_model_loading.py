@@ -130,3 +130,14 @@ def test_a_cached_hub_id_is_read_from_the_cache_when_the_hub_is_unreachable(unre
 
 def test_a_local_folder_never_asks_the_hub(tiny_model_dirs, unreachable_hub):
     assert local_files_only(str(tiny_model_dirs["bpe"])) is False
+
+
+def test_an_uncached_hub_id_ends_an_audit_run_at_once_when_the_hub_is_unreachable(pytester, unreachable_hub):
+    start = time.monotonic()
+    result = run_audit(setup_audits(pytester), "no-such-org/no-such-model", thresholds(lax=True))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output(result)
+    [error] = [line for line in result.errlines if line.startswith("ERROR:")]
+    assert error.startswith("ERROR: --model=no-such-org/no-such-model is not in the local Hugging Face cache "), error
+    assert f"the Hugging Face hub at {unreachable_hub} cannot be reached" in error
+    assert "Traceback" not in output(result)
+    assert time.monotonic() - start < 10
