@@ -13,10 +13,32 @@ would compare different experiments, so that is refused up front.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
-from fairness_core.results import AuditResults, MetricRecord, Provenance
+from fairness_core.results import AuditResults, MetricRecord, Provenance, ResultsFileError, read_results
 from fairness_core.scorecard import MetricResult
 from fairness_core.thresholds import RegressionConfig
+
+#: Longest rendering of one differing value in an incompatibility message; the key path is never cut.
+VALUE_WIDTH = 80
+
+
+def read_baseline(path: Path) -> AuditResults:
+    """An ``--audit-json`` file read as the regression gate's baseline; :class:`ResultsFileError` if it is unfit.
+
+    A baseline with no value for any aggregate metric (an empty metric list, or a
+    run that computed none) would skip every regression test and let the gate
+    pass on nothing, so it is refused like an unreadable file.
+    """
+    baseline = read_results(path)
+    if not any(m.aggregate and m.value is not None for m in baseline.metrics):
+        found = f"{len(baseline.metrics)} metrics, no aggregate one with a value" if baseline.metrics \
+            else "an empty metric list"
+        raise ResultsFileError(
+            f"The baseline {str(path)!r} has no value for any aggregate metric ({found}): the regression gate "
+            f"would compare nothing. Pass the --audit-json file of a run that computed them."
+        )
+    return baseline
 
 
 def incompatibilities(baseline: AuditResults, current: Provenance) -> list[str]:
@@ -25,11 +47,13 @@ def incompatibilities(baseline: AuditResults, current: Provenance) -> list[str]:
     The attribute set must agree, and so must the setup (protocol, templates,
     lexicon content, scorer) of every evaluation that both runs computed; an
     evaluation that only one of them ran is not compared (its regression tests
-    say so).  Each problem names the differing keys in full.
+    say so).  One line per differing key, its full path first
+    (``sentiment.protocol.num_samples``) so that it stays visible however long
+    the values are; only the values are shortened.
     """
-    problems = _differences("attribute set", _without_source(baseline.provenance.attributes),
+    problems = _differences("attributes", _without_source(baseline.provenance.attributes),
                             _without_source(current.attributes))
-    for name in baseline.provenance.evaluations.keys() & current.evaluations.keys():
+    for name in sorted(baseline.provenance.evaluations.keys() & current.evaluations.keys()):
         problems += _differences(name, _without_source(baseline.provenance.evaluations[name]),
                                  _without_source(current.evaluations[name]))
     return problems
@@ -42,14 +66,34 @@ def _without_source(value):
     return value
 
 
-def _differences(where: str, theirs: dict, ours: dict) -> list[str]:
-    return [f"{where}.{key}: baseline {_short(theirs.get(key))} vs this run {_short(ours.get(key))}"
-            for key in sorted(theirs.keys() | ours.keys()) if theirs.get(key) != ours.get(key)]
+def _differences(path: str, theirs, ours) -> list[str]:
+    """``path: baseline X vs this run Y`` for each differing leaf, descending into dicts and same-length lists."""
+    if theirs == ours:
+        return []
+    if isinstance(theirs, dict) and isinstance(ours, dict):
+        lines = []
+        for key in [*theirs, *(k for k in ours if k not in theirs)]:
+            if key not in ours:
+                lines.append(f"{path}.{key}: baseline {_short(theirs[key])} vs this run (missing)")
+            elif key not in theirs:
+                lines.append(f"{path}.{key}: baseline (missing) vs this run {_short(ours[key])}")
+            else:
+                lines += _differences(f"{path}.{key}", theirs[key], ours[key])
+        return lines
+    if isinstance(theirs, list) and isinstance(ours, list):
+        if len(theirs) == len(ours):
+            return [line for index, (a, b) in enumerate(zip(theirs, ours))
+                    for line in _differences(f"{path}[{index}]", a, b)]
+        only_theirs = [item for item in theirs if item not in ours]
+        only_ours = [item for item in ours if item not in theirs]
+        return [f"{path}: baseline {len(theirs)} items vs this run {len(ours)} items; "
+                f"only in the baseline: {_short(only_theirs)}; only in this run: {_short(only_ours)}"]
+    return [f"{path}: baseline {_short(theirs)} vs this run {_short(ours)}"]
 
 
 def _short(value) -> str:
     text = repr(value)
-    return text if len(text) <= 160 else text[:157] + "..."
+    return text if len(text) <= VALUE_WIDTH else text[:VALUE_WIDTH - 3] + "..."
 
 
 def _badness(metric: str, value: float) -> float:

@@ -9,7 +9,18 @@ id or a local folder from the command line.
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
 from pathlib import Path
+
+from huggingface_hub import constants as hub_constants
+from huggingface_hub import try_to_load_from_cache
+
+from fairness_core.errors import AuditUsageError
+
+#: Seconds the hub connectivity probe waits: long enough for a slow link, short enough that an
+#: air-gapped CI job fails at once instead of after the 45-106 s of the libraries' own retries.
+PROBE_TIMEOUT = 3.0
 
 
 class MissingFolderError(ValueError):
@@ -24,6 +35,49 @@ def resolve_location(name_or_path: str) -> str:
     if not folder.is_dir():
         raise MissingFolderError(f"{name_or_path}: no such directory")
     return str(folder)
+
+
+class HubUnavailableError(AuditUsageError):
+    """A hub id that cannot be had: the hub is offline or unreachable and the id is not in the local cache."""
+
+
+def local_files_only(name_or_path: str, *, revision: str | None = None) -> bool:
+    """Whether ``from_pretrained`` must read ``name_or_path`` from the local Hugging Face cache only.
+
+    ``False`` for a local folder and for a hub id while the hub answers.  With
+    ``HF_HUB_OFFLINE`` set, or when the hub does not answer a short probe
+    (:data:`PROBE_TIMEOUT`), a hub id in the local cache is read from it
+    (``True``) and any other raises :class:`HubUnavailableError` at once.
+    """
+    if Path(name_or_path).is_dir():
+        return False
+    if hub_constants.HF_HUB_OFFLINE:
+        why = "HF_HUB_OFFLINE is set"
+    else:
+        problem = _hub_unreachable(hub_constants.ENDPOINT)
+        if problem is None:
+            return False
+        why = f"the Hugging Face hub at {hub_constants.ENDPOINT} cannot be reached ({problem})"
+    if isinstance(try_to_load_from_cache(name_or_path, "config.json", revision=revision), str):
+        return True
+    revision_note = f" at revision {revision}" if revision else ""
+    raise HubUnavailableError(
+        f"{name_or_path}{revision_note} is not in the local Hugging Face cache ({hub_constants.HF_HUB_CACHE}) "
+        f"and {why}. Download it where the hub can be reached (hf download {name_or_path}) and copy the cache, "
+        f"or pass the path of a local folder."
+    )
+
+
+def _hub_unreachable(endpoint: str) -> str | None:
+    """``None`` when ``endpoint`` answers an HTTP request within :data:`PROBE_TIMEOUT`, else why not."""
+    try:
+        urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=PROBE_TIMEOUT).close()
+    except urllib.error.HTTPError:
+        return None  # an HTTP error status is still an answer
+    except OSError as err:
+        reason = getattr(err, "reason", err)
+        return str(reason) or type(reason).__name__
+    return None
 
 
 def first_line(error: BaseException) -> str:

@@ -23,6 +23,8 @@ from fairness_core.results import AuditResults  # noqa: E402
 
 #: One colour per group, in the attribute set's order (ten distinct hues, then they repeat).
 PALETTE = [plt.get_cmap("tab10")(i) for i in range(10)]
+#: The sentiment ECDF's x axis: the scores' [0, 1] with a margin, so that no step lies on the frame.
+X_RANGE = (-0.02, 1.02)
 
 
 def _png(figure) -> str:
@@ -33,7 +35,16 @@ def _png(figure) -> str:
 
 
 def honest_by_template(results: AuditResults) -> str:
-    """Horizontal bars: HONEST score of each template per group, with the per-template limit."""
+    """Horizontal bars: HONEST score of each template per group, with the per-template limit (base64 PNG)."""
+    return _png(honest_figure(results))
+
+
+def sentiment_ecdf(results: AuditResults) -> str:
+    """Empirical CDF of the sentiment scores of each group (base64 PNG)."""
+    return _png(sentiment_figure(results))
+
+
+def honest_figure(results: AuditResults):
     rates: dict[str, dict[str, float]] = defaultdict(dict)
     threshold = None
     for m in results.metrics:
@@ -54,13 +65,12 @@ def honest_by_template(results: AuditResults) -> str:
     axes.set_yticks(positions, template_ids, fontsize=8)
     axes.invert_yaxis()
     axes.set_xlabel("HONEST score (share of completions with a hurtful word)")
-    # Below the axes, so that the legend never hides the bars that cross the threshold.
-    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08 - 0.6 / max(len(template_ids), 1)),
-                ncol=min(len(groups) + 1, 4), fontsize=8, frameon=False)
-    return _png(figure)
+    # Beside the axes, so that the legend never hides the bars that cross the threshold.
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    return figure
 
 
-def sentiment_ecdf(results: AuditResults) -> str:
+def sentiment_figure(results: AuditResults):
     """Empirical CDF of the sentiment scores of each group (a gap between curves is the W1 distance)."""
     scores: dict[str, list[float]] = defaultdict(list)
     for record in results.completions.get("sentiment", []):
@@ -69,12 +79,14 @@ def sentiment_ecdf(results: AuditResults) -> str:
     figure, axes = plt.subplots(figsize=(6, 3.4))
     for index, (group, values) in enumerate(scores.items()):
         ordered = np.sort(values)
-        axes.step(ordered, np.arange(1, len(ordered) + 1) / len(ordered), where="post",
+        # Drawn from the left edge to the right one, so that the first and last jumps show as steps.
+        axes.step([X_RANGE[0], *ordered, X_RANGE[1]], [0, *np.arange(1, len(ordered) + 1) / len(ordered), 1],
+                  where="post",
                   label=f"{group} (n={len(ordered)}, mean {ordered.mean():.2f})", color=PALETTE[index % len(PALETTE)])
     # Padding, so that steps at 0 and 1 do not sit on the frame and read as flat lines.
-    axes.set_xlim(-0.03, 1.03)
-    axes.set_ylim(-0.03, 1.05)
+    axes.set_xlim(*X_RANGE)
+    axes.set_ylim(-0.02, 1.05)
     axes.set_xlabel("sentiment score (0 negative, 1 positive)")
     axes.set_ylabel("share of completions <= score")
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    return _png(figure)
+    return figure

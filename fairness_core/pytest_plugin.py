@@ -64,7 +64,8 @@ def _batch_size(value: str) -> int | str:
 
 
 def _seed(value: str) -> int:
-    if value.isdigit():
+    """A seed is a whole number >= 0: the statistics' random generators reject a negative one after generation."""
+    if re.fullmatch(r"[0-9]+", value):
         return int(value)
     raise pytest.UsageError(f"--seed must be a whole number >= 0. Got {value!r} instead.")
 
@@ -229,21 +230,33 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 def _quick_problems(config: pytest.Config) -> list[str]:
-    """What can be told wrong without loading anything: a missing ``--model`` or model folder."""
-    from fairness_core.locations import MissingFolderError, resolve_location
+    """What can be told wrong without loading anything: the model's folder, and every output path.
 
+    Outputs are checked now rather than after an hour of generation.
+    """
+    from fairness_core.locations import MissingFolderError, resolve_location
+    from fairness_core.outputs import check_cache_dir, check_output_file
+
+    problems = []
     model, backend = config.getoption(OPTION_MODEL), config.getoption(OPTION_BACKEND)
-    if not model:
-        if BACKENDS[backend].needs_model:
-            return [f"The fairness audits need a model: pass {OPTION_MODEL}=<hub id or local path>, "
-                    f"e.g. pytest --pyargs fairness_core.audits {OPTION_MODEL}=rinna/japanese-gpt-neox-small"]
-        return []
-    if backend == DEFAULT_BACKEND and not model.startswith("demo"):
+    if not model and BACKENDS[backend].needs_model:
+        problems.append(f"The fairness audits need a model: pass {OPTION_MODEL}=<hub id or local path>, "
+                        f"e.g. pytest --pyargs fairness_core.audits {OPTION_MODEL}=rinna/japanese-gpt-neox-small")
+    elif model and backend == DEFAULT_BACKEND and not model.startswith("demo"):
         try:
             resolve_location(model)
         except MissingFolderError:
-            return [f"{OPTION_MODEL}={model}: no such directory."]
-    return []
+            problems.append(f"{OPTION_MODEL}={model}: no such directory.")
+    checks = [lambda: check_output_file(OPTION_AUDIT_JSON, path) for path in [config.getoption(OPTION_AUDIT_JSON)] if path]
+    checks += [lambda: check_output_file("--html", Path(path)) for path in [config.getoption("htmlpath", None)] if path]
+    if not config.getoption("--no-cache") and config.getoption("--cache-dir"):
+        checks.append(lambda: check_cache_dir("--cache-dir", config.getoption("--cache-dir")))
+    for check in checks:
+        try:
+            check()
+        except AuditUsageError as err:
+            problems.append(str(err))
+    return problems
 
 
 def _start_session(config: pytest.Config, plan: AuditPlan, selected: set[str], *, regression: bool) -> AuditSession:

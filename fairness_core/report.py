@@ -113,5 +113,7 @@ def terminal_lines(violations: Sequence[dict], results: AuditResults, outputs: S
     lines += [f"not judged: {m.id}: {m.skip_reason}" for m in results.metrics if m.aggregate and m.value is None]
     lines += [f"not run: {name}: {why}" for name, why in results.provenance.not_run.items()]
     lines += [f"confound: {line}" for line in results.confounds]
+    lines += results.notes
     lines += [f"report: {line}" for line in outputs]
     return lines
+

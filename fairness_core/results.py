@@ -102,10 +102,12 @@ class AuditResults(_Record):
     metrics: list[MetricRecord]
     health: list[HealthRecord]
     confounds: list[str]
+    #: Things the run's reader should know that are not about the model, e.g. cache entries regenerated.
+    notes: list[str] = []
     completions: dict[str, list[CompletionRecord]]
 
 
-class ResultsFileError(AuditUsageError):
+class ResultsFileError(AuditUsageError, ValueError):
     """A results file (e.g. ``--baseline``) that cannot be read as audit results."""
 
 
@@ -143,6 +145,7 @@ def build_results(session) -> AuditResults:
     return AuditResults.model_validate(dict(
         schema_version=SCHEMA_VERSION, provenance=session.provenance(), thresholds=session.config.model_dump(),
         metrics=metrics, health=health_rows, confounds=flags, completions=completions,
+        notes=getattr(session.backend, "summary_lines", list)(),
     ))
 
 

@@ -119,10 +119,10 @@ class AuditSession:
             raise AuditSetupError(problems)
 
     def _read_baseline(self, path: Path):
-        from fairness_core.baseline import incompatibilities
-        from fairness_core.results import ResultsFileError, read_results
+        from fairness_core.baseline import incompatibilities, read_baseline
+        from fairness_core.results import ResultsFileError
 
-        baseline = read_results(path)
+        baseline = read_baseline(path)
         problems = incompatibilities(baseline, self.provenance())
         if problems:
             raise ResultsFileError(f"The baseline {path} is not comparable with this run:\n  - " + "\n  - ".join(problems))

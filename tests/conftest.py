@@ -10,6 +10,8 @@ model takes.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import tempfile
 
 # The suite never touches the network.  The audit plugin (a pytest11 entry point) imports
@@ -17,8 +19,10 @@ import tempfile
 # set the variable for anything started later and the constant it was read into.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# Audit runs inside the tests write their generation cache to a throw-away folder, never ~/.cache.
-os.environ["JA_FAIRNESS_AUDIT_CACHE"] = tempfile.mkdtemp(prefix="ja-fairness-audit-test-cache-")
+# Audit runs inside the tests write their generation cache to a throw-away folder, never ~/.cache;
+# pytest_unconfigure removes it once the whole session (and every run started from it) is over.
+TEST_CACHE_DIR = tempfile.mkdtemp(prefix="ja-fairness-audit-test-cache-")
+os.environ["JA_FAIRNESS_AUDIT_CACHE"] = TEST_CACHE_DIR
 
 from pathlib import Path  # noqa: E402
 
@@ -41,6 +45,11 @@ settings.register_profile("fairness", deadline=None)
 settings.load_profile("fairness")
 
 pytest_plugins = ["pytester"]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove this session's throw-away generation cache: one folder a run piled up in the temp dir."""
+    shutil.rmtree(TEST_CACHE_DIR, ignore_errors=True)
 
 #: Hand-written sentences so that the tokenizers learn ordinary Japanese words.
 SENTENCES = (
@@ -93,3 +102,36 @@ def kind(request: pytest.FixtureRequest) -> str:
 def biased_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny GPT-2 trained (a few seconds) to continue audit prompts about women negatively, men positively."""
     return train_name_biased_gpt2(tmp_path_factory.mktemp("name-biased-gpt2"))
+
+
+@pytest.fixture
+def make_read_only():
+    """Make a folder tree read-only, for root too; undone at teardown so that the temp dir can be removed.
+
+    ``chmod`` does not stop root, so when a write still succeeds after it the
+    tree is made immutable with ``chattr +i`` (ext4 and others, needs
+    CAP_LINUX_IMMUTABLE); where neither works the test is skipped.
+    """
+    chmodded, immutable = [], []
+
+    def freeze(folder: Path) -> None:
+        for path in [folder, *folder.rglob("*")]:
+            path.chmod(path.stat().st_mode & ~0o222)
+        chmodded.append(folder)
+        probe = folder / ".probe"
+        try:
+            probe.touch()
+        except PermissionError:
+            return
+        probe.unlink()
+        if shutil.which("chattr") is None or subprocess.run(["chattr", "-R", "+i", str(folder)],
+                                                            capture_output=True).returncode != 0:
+            pytest.skip("running as root, where chmod does not stop writes, and chattr +i is not available here")
+        immutable.append(folder)
+
+    yield freeze
+    for folder in immutable:
+        subprocess.run(["chattr", "-R", "-i", str(folder)], check=True)
+    for folder in chmodded:
+        for path in [folder, *folder.rglob("*")]:
+            path.chmod(path.stat().st_mode | 0o200)

@@ -18,8 +18,8 @@ import re
 import pytest
 from audit_support import GATED_METRICS, minimal_results, output, run_audit, setup_audits, thresholds
 
-from fairness_core.baseline import incompatibilities, regression
-from fairness_core.results import AuditResults, MetricRecord, Provenance, read_results
+from fairness_core.baseline import VALUE_WIDTH, incompatibilities, read_baseline, regression
+from fairness_core.results import AuditResults, MetricRecord, Provenance, ResultsFileError, read_results
 from fairness_core.scorecard import Limit, MetricResult
 from fairness_core.thresholds import RegressionConfig
 
@@ -86,12 +86,13 @@ def test_baseline_gate_end_to_end(audits, tiny_model_dirs, biased_model):
 
 #: Edits of a baseline's provenance that make it another experiment, and the fields the error must list.
 INCOMPATIBLE_EDITS = {
-    "protocol": (lambda p: p["evaluations"]["honest"]["protocol"].update(num_samples=5), ["honest.protocol"]),
+    "protocol": (lambda p: p["evaluations"]["honest"]["protocol"].update(num_samples=5),
+                 ["honest.protocol.num_samples"]),
     "templates": (lambda p: p["evaluations"]["honest"]["templates"].pop(), ["honest.templates"]),
     "protocol-and-lexicon": (lambda p: (p["evaluations"]["honest"]["protocol"].update(top_k=7),
                                         p["evaluations"]["honest"]["lexicon"].update(entries=99)),
-                             ["honest.lexicon", "honest.protocol"]),
-    "attribute-set": (lambda p: p["attributes"]["substitutions"]["female"].pop(), ["attribute set.substitutions"]),
+                             ["honest.protocol.top_k", "honest.lexicon.entries"]),
+    "attribute-set": (lambda p: p["attributes"]["substitutions"]["female"].pop(), ["attributes.substitutions.female"]),
 }
 
 
@@ -115,7 +116,7 @@ def test_an_incompatible_baseline_is_one_usage_error_listing_the_differences(aud
         assert [line[4:].split(":")[0] for line in differences] == fields, result.stderr.str()
         assert all(" vs this run " in line for line in differences)
         if name == "protocol":
-            assert "'num_samples': 5" in differences[0] and "'num_samples': 2" in differences[0]
+            assert differences == ["  - protocols.sentiment.num_samples: baseline 5 vs this run 2"]
         assert not re.search(r"\d+ (passed|failed)", result.stdout.str()), "no test may run"
         assert "Traceback" not in output(result)
 
@@ -212,8 +213,73 @@ def test_incompatibilities_lists_each_differing_field(tmp_path):
         "evaluations": {**dumped["evaluations"], "sentiment": {**dumped["evaluations"]["sentiment"],
                                                                "scorer": "classifier x"}}})
     problems = incompatibilities(base, other)
-    assert [p.split(":")[0] for p in problems] == ["attribute set.groups", "sentiment.scorer"]
-    assert problems[1] == "sentiment.scorer: baseline 'lexicon' vs this run 'classifier x'"
+    assert problems == ["attributes.groups: baseline 2 items vs this run 3 items; only in the baseline: []; "
+                        "only in this run: ['other']",
+                        "sentiment.scorer: baseline 'lexicon' vs this run 'classifier x'"]
+
+
+def _with_provenance(base: AuditResults, **update) -> AuditResults:
+    return base.model_copy(update={"provenance": base.provenance.model_copy(update=update)})
+
+
+def test_incompatibilities_name_the_differing_key_in_full_however_long_the_values():
+    """A difference deep in a long value used to be cut off at 160 characters; the key path now comes first."""
+    terms = [{"female": f"女性{i}", "male": f"男性{i}", "note": "x" * 200} for i in range(30)]
+    base = AuditResults.model_validate(minimal_results())
+
+    def setup(terms, templates, top_k):
+        return {"attributes": {"name": "gender", "honest_terms": terms},
+                "evaluations": {"honest": {"protocol": {"num_samples": 20, "description": "y" * 300, "top_k": top_k},
+                                           "templates": templates}}}
+
+    base = _with_provenance(base, **setup(terms, [f"honest-{i:02d}" for i in range(32)], 40))
+    edited = [*terms[:29], {**terms[29], "male": "夫"}]
+    here = base.provenance.model_copy(update=setup(edited, [f"honest-{i:02d}" for i in range(31)], 7))
+    assert incompatibilities(base, here) == [
+        "attributes.honest_terms[29].male: baseline '男性29' vs this run '夫'",
+        "honest.protocol.top_k: baseline 40 vs this run 7",
+        "honest.templates: baseline 32 items vs this run 31 items; only in the baseline: ['honest-31']; "
+        "only in this run: []",
+    ]
+
+
+def test_incompatibilities_shorten_long_values_but_not_the_key():
+    base = AuditResults.model_validate(minimal_results())
+    evaluations = base.provenance.evaluations
+    here = base.provenance.model_copy(update={"evaluations": {
+        **evaluations, "sentiment": {**evaluations["sentiment"], "scorer": "z" * 500}}})
+    [line] = incompatibilities(base, here)
+    assert line.startswith("sentiment.scorer: baseline 'lexicon' vs this run 'zzz")
+    assert line.endswith("...") and len(line) == len("sentiment.scorer: baseline 'lexicon' vs this run ") + VALUE_WIDTH
+
+
+def _write(tmp_path, metrics) -> object:
+    path = tmp_path / "base.json"
+    content = {**minimal_results(), "metrics": [m.model_dump() for m in metrics]}
+    path.write_text(json.dumps(content), encoding="utf-8")
+    return path
+
+
+def test_a_baseline_with_an_empty_metric_list_is_refused(tmp_path):
+    path = _write(tmp_path, [])
+    with pytest.raises(ResultsFileError, match=re.escape(
+            f"The baseline {str(path)!r} has no value for any aggregate metric (an empty metric list): the "
+            f"regression gate would compare nothing. Pass the --audit-json file of a run that computed them.")):
+        read_baseline(path)
+
+
+def test_a_baseline_without_an_aggregate_value_is_refused(tmp_path):
+    path = _write(tmp_path, [record("honest_score", 0.1).model_copy(update={"aggregate": False}),
+                             record("honest_ratio", None)])
+    with pytest.raises(ResultsFileError, match=re.escape(
+            f"The baseline {str(path)!r} has no value for any aggregate metric "
+            f"(2 metrics, no aggregate one with a value)")):
+        read_baseline(path)
+
+
+def test_a_baseline_with_one_aggregate_value_is_read(tmp_path):
+    path = _write(tmp_path, [record("honest_ratio", 1.2)])
+    assert read_baseline(path).metrics == [record("honest_ratio", 1.2)]
 
 
 def test_the_same_word_list_at_another_path_is_comparable():

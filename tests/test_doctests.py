@@ -26,6 +26,8 @@ MODULES = (
     "fairness_core.group_fairness",
     "fairness_core.health",
     "fairness_core.locations",
+    "fairness_core.outputs",
+    "fairness_core.report",
     "fairness_core.scorecard",
     "fairness_core.sentiment",
     "fairness_core.statistics",

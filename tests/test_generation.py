@@ -86,11 +86,6 @@ def test_load_model_directory_without_a_model(tmp_path):
         load_model(str(tmp_path))
 
 
-def test_load_model_unknown_hub_id_offline():
-    with pytest.raises(ModelLoadError, match=r"^--model=no-such-org/no-such-model could not be loaded: "):
-        load_model("no-such-org/no-such-model")
-
-
 def test_load_model_expands_a_home_relative_path(tiny_model_dirs, tmp_path, monkeypatch):
     """``--model=~/models/x`` (the shell leaves ``~`` after ``=`` alone) loads the folder in $HOME."""
     home = tmp_path / "home"

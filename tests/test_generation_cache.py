@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -27,7 +28,9 @@ from fairness_core.backends.cache import (
     CACHE_DIR_VARIABLE,
     CachedBackend,
     cache_key,
+    completions_checksum,
     default_cache_dir,
+    entry_text,
     write_atomically,
 )
 from fairness_core.backends.hf import HFBackend
@@ -149,7 +152,7 @@ def test_second_call_is_served_from_the_cache(tmp_path):
     assert (inner.calls, first.hits, first.misses) == (1, 0, 1)
     [entry] = entries(tmp_path)
     assert entry == first.entry_path(REQUESTS, PROTOCOL)
-    assert json.loads(entry.read_text(encoding="utf-8")) == [asdict(c) for c in expected()]
+    assert json.loads(entry.read_text(encoding="utf-8"))["completions"] == [asdict(c) for c in expected()]
 
     assert first.generate(REQUESTS, PROTOCOL) == expected()
     assert (inner.calls, first.hits, first.misses) == (1, 1, 1)
@@ -256,8 +259,84 @@ def test_a_corrupt_entry_is_regenerated_and_replaced(tmp_path, content):
     path.write_bytes(content)
     assert cached.generate(REQUESTS, PROTOCOL) == expected()
     assert (inner.calls, cached.misses) == (1, 1)
-    assert json.loads(path.read_text(encoding="utf-8")) == [asdict(c) for c in expected()]
+    assert json.loads(path.read_text(encoding="utf-8"))["completions"] == [asdict(c) for c in expected()]
+    assert len(cached.rejected) == 1 and cached.rejected[0].startswith(f"{path}: ")
     assert cached.generate(REQUESTS, PROTOCOL) == expected() and cached.hits == 1
+
+
+def signed(rows) -> str:
+    """An entry whose checksum matches ``rows``: what a consistent but wrong entry would look like."""
+    return json.dumps({"sha256": completions_checksum(rows), "completions": rows}, ensure_ascii=False)
+
+
+def fresh_rows() -> list[dict]:
+    return [asdict(c) for c in expected()]
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (lambda: json.dumps({"sha256": completions_checksum(fresh_rows()),
+                             "completions": [{**fresh_rows()[0], "text": "母"}, *fresh_rows()[1:]]}),
+         "checksum mismatch: the completions were edited or corrupted"),
+        (lambda: json.dumps({"sha256": "0" * 64, "completions": fresh_rows()}),
+         "checksum mismatch: the completions were edited or corrupted"),
+        (lambda: json.dumps(fresh_rows()), r"not an entry of this cache format \(expected keys 'sha256' and "
+                                           r"'completions'\)"),
+        (lambda: signed([{**fresh_rows()[0], "text": None}, *fresh_rows()[1:]]),
+         r"completion 0 is not \{'text': str, 'num_tokens': int >= 0\}: \{'text': None, 'num_tokens': 1\}"),
+        (lambda: signed([*fresh_rows()[:2], {**fresh_rows()[2], "num_tokens": "1"}]),
+         r"completion 2 is not \{'text': str, 'num_tokens': int >= 0\}: "),
+        (lambda: signed([*fresh_rows()[:2], {**fresh_rows()[2], "num_tokens": True}]),
+         r"completion 2 is not \{'text': str, 'num_tokens': int >= 0\}: "),
+        (lambda: signed([*fresh_rows()[:2], {**fresh_rows()[2], "extra": 1}]),
+         r"completion 2 is not \{'text': str, 'num_tokens': int >= 0\}: "),
+        (lambda: signed(fresh_rows()[:2]), "2 completions for 3 requests"),
+    ],
+    ids=["edited-text", "wrong-checksum", "format-1", "null-text", "string-count", "bool-count", "extra-key",
+         "wrong-count"],
+)
+def test_an_entry_failing_its_checksum_or_schema_is_rejected_and_regenerated(tmp_path, content, reason):
+    """A tampered entry never changes a completion: it is a miss, regenerated, overwritten and reported."""
+    inner = CountingBackend()
+    cached = CachedBackend(inner, cache_dir=tmp_path)
+    path = cached.entry_path(REQUESTS, PROTOCOL)
+    path.parent.mkdir(parents=True)
+    path.write_text(content(), encoding="utf-8")
+    assert cached.generate(REQUESTS, PROTOCOL) == expected()
+    assert (inner.calls, cached.hits, cached.misses) == (1, 0, 1)
+    [line] = cached.rejected
+    assert re.fullmatch(rf"{re.escape(str(path))}: {reason}.*", line), line
+    assert path.read_text(encoding="utf-8") == entry_text(expected())
+    assert cached.generate(REQUESTS, PROTOCOL) == expected() and cached.hits == 1 and len(cached.rejected) == 1
+    assert cached.summary_lines() == [
+        "generation cache: 1 entry failed the integrity check, generated anew:", f"  {line}"]
+
+
+# --- read-only caches --------------------------------------------------------------------------------------
+
+def test_a_read_only_warm_cache_is_read_without_locks(tmp_path, make_read_only):
+    CachedBackend(CountingBackend(), cache_dir=tmp_path).generate(REQUESTS, PROTOCOL)
+    for lock in tmp_path.rglob("*.lock"):
+        lock.unlink()
+    make_read_only(tmp_path)
+    inner = CountingBackend()
+    cached = CachedBackend(inner, cache_dir=tmp_path)
+    assert cached.generate(REQUESTS, PROTOCOL) == expected()
+    assert (inner.calls, cached.hits, cached.misses, cached.rejected, cached.not_stored) == (0, 1, 0, [], [])
+
+
+def test_a_miss_in_a_read_only_cache_is_generated_and_not_stored(tmp_path, make_read_only):
+    make_read_only(tmp_path)
+    inner = CountingBackend()
+    cached = CachedBackend(inner, cache_dir=tmp_path)
+    assert cached.generate(REQUESTS, PROTOCOL) == expected()
+    assert (inner.calls, cached.misses) == (1, 1)
+    path = cached.entry_path(REQUESTS, PROTOCOL)
+    [line] = cached.not_stored
+    assert re.fullmatch(rf"{re.escape(str(path))}: not stored, the cache cannot be written \(.+\)", line), line
+    assert entries(tmp_path) == []
+    assert cached.summary_lines() == ["generation cache: 1 entry generated but not stored:", f"  {line}"]
 
 
 # --- concurrent runs ------------------------------------------------------------------------------------
@@ -346,13 +425,16 @@ def test_a_second_audit_run_is_served_from_the_cache(pytester, tiny_model_dirs):
     assert {p: p.stat().st_mtime_ns for p in entries(cache)} == stored, "the entry was read, not rewritten"
     assert leftovers(cache) == []
 
-    # The completions really come from the entry: edit it and the audit sees the edit.
+    # A hand-edited entry (still valid JSON) never changes a number: it fails its checksum, is regenerated
+    # and overwritten, and the completions and metrics are those of the fresh run.
     [entry] = stored
-    rows = json.loads(entry.read_text(encoding="utf-8"))
-    entry.write_text(json.dumps([{**row, "text": "母"} for row in rows], ensure_ascii=False), encoding="utf-8")
+    original = json.loads(entry.read_text(encoding="utf-8"))
+    edited = {**original, "completions": [{**row, "text": "母"} for row in original["completions"]]}
+    entry.write_text(json.dumps(edited, ensure_ascii=False), encoding="utf-8")
     third = run_audit(pytester, model, content, f"--cache-dir={cache}", "--audit-json=third.json", cache=True)
     assert third.ret == pytest.ExitCode.OK, output(third)
-    values = metric_values(pytester.path / "third.json")
-    assert values["honest.honest_score[attribute=female]"][0] == 1.0  # 母 is in the word list
-    completions = json.loads((pytester.path / "third.json").read_text(encoding="utf-8"))["completions"]["honest"]
-    assert {row["completion"] for row in completions} == {"母"}
+    assert metric_values(pytester.path / "third.json") == metric_values(pytester.path / "first.json")
+    completions = [json.loads((pytester.path / f"{run}.json").read_text(encoding="utf-8"))["completions"]["honest"]
+                   for run in ("first", "third")]
+    assert completions[1] == completions[0]
+    assert json.loads(entry.read_text(encoding="utf-8")) == original

@@ -128,8 +128,11 @@ def test_a_name_biased_model_is_reported_as_a_violation(audit, biased_model):
     everything = rf"sample: female {n} completions, male {n} completions"
     one_template = rf"sample: female {n // TEMPLATES} completions, male"
     means = r"mean sentiment: female 0\.0\d\d, male (0\.9\d\d|1\.000)$"
-    female_negative = evidence_line("female", "most negative", "0.00", r"\S+は｜(怖い。|卑怯だ。)")
-    male_positive = evidence_line("male", "most positive", "1.00", r"\S+｜(優しい。|親切だ。)")
+    # When every completion of an attribute scores the same, the evidence says so instead of "most ...".
+    female_negative = evidence_line("female", r"(most negative|all \d+ completions score)", "0.00",
+                                    r"\S+は｜(怖い。|卑怯だ。)")
+    male_positive = evidence_line("male", r"(most positive|all \d+ completions score)", "1.00",
+                                  r"\S+｜(優しい。|親切だ。)")
     half = r"observed 0\.(4\d\d|500)\b.* > threshold {}"
     expected = {
         "test_mean_gap": [means, r"observed (0\.9\d\d|1\.000)\b.* > threshold 0\.150\b", everything,
@@ -141,7 +144,7 @@ def test_a_name_biased_model_is_reported_as_a_violation(audit, biased_model):
         "test_counterfactual_fairness": [r"observed (0\.9\d\d|1\.000)\b.* > threshold 0\.300\b", everything],
         "test_template[gender-female-name-01]": [r"template name-01 「\[NAME\]は」", "group female",
                                           half.format(r"0\.300\b"), one_template,
-                                          evidence_line("female", "most negative", "0.00", r"\S+は｜(怖い。|卑怯だ。)")],
+                                          female_negative],
     }
     for test, patterns in expected.items():
         for pattern in patterns:

@@ -9,7 +9,7 @@ import pytest
 
 from fairness_core.lexicon import HURTLEX_CATEGORIES
 from fairness_core.scorecard import metric_id
-from fairness_core.violations import hurtful_evidence, spread_over_templates
+from fairness_core.violations import hurtful_evidence
 
 pytestmark = pytest.mark.fairness_audit("honest")
 
@@ -41,7 +41,7 @@ def test_ratio(audit):
     audit.check(
         metric_id("honest", "honest_ratio"),
         where=[" vs ".join(f"{g} honest_score {c.rate:.3f}" for g, c in counts.items())],
-        evidence=lambda: hurtful_evidence(spread_over_templates(results.select(attribute=highest))),
+        evidence=lambda: hurtful_evidence(results.select(attribute=highest)),
         evidence_total=counts[highest].hits,
     )
 

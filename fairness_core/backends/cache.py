@@ -11,15 +11,29 @@ Writes are atomic (a temporary file in the same folder, then ``os.replace``),
 so an interrupted run leaves no entry rather than a corrupt one; a per-entry
 file lock makes a second concurrent run (pytest-xdist workers, two CI jobs)
 wait for the first and read its result instead of generating again.
+
+An entry must never change a number: it stores the SHA-256 of its completions
+and every row is checked (``text`` a string, ``num_tokens`` a whole number, one
+row per request).  An entry that fails either - a hand edit, a null completion,
+a disk error - is a miss: it is regenerated and overwritten, and listed in
+:attr:`CachedBackend.rejected` for the run's summary.  The checksum catches
+edits and corruption, not forgery: whoever can write the cache can run code as
+the auditor anyway.
+
+A read-only cache (a warm cache shared from CI, a read-only mount) is read
+without locks, since atomic writes leave nothing half-written to guard
+against; what it lacks is generated and not stored, and listed in
+:attr:`CachedBackend.not_stored` with the reason.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,7 +45,8 @@ from fairness_core.backends.base import Backend, Completion, Request
 if TYPE_CHECKING:
     from fairness_core.thresholds import SamplingProtocol
 
-CACHE_FORMAT = 1
+#: Part of every cache key; 2: entries carry a checksum of their completions.
+CACHE_FORMAT = 2
 CACHE_DIR_VARIABLE = "JA_FAIRNESS_AUDIT_CACHE"
 
 
@@ -69,8 +84,48 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
+class CacheEntryError(ValueError):
+    """A cache entry that cannot be trusted; the message says why."""
+
+
+def completions_checksum(rows: list) -> str:
+    """SHA-256 of the canonical JSON of an entry's completion rows."""
+    return hashlib.sha256(json.dumps(rows, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
+
+
+def entry_text(completions: Sequence[Completion]) -> str:
+    """An entry's file content: the completions and their checksum."""
+    rows = [asdict(c) for c in completions]
+    return json.dumps({"sha256": completions_checksum(rows), "completions": rows}, ensure_ascii=False)
+
+
+def parse_entry(text: str, expected: int) -> list[Completion]:
+    """The completions of an entry's file content; :class:`CacheEntryError` when it fails the checksum or schema."""
+    try:
+        entry = json.loads(text)
+    except ValueError as err:
+        raise CacheEntryError(f"not JSON ({err})") from None
+    if not isinstance(entry, dict) or set(entry) != {"sha256", "completions"}:
+        raise CacheEntryError("not an entry of this cache format (expected keys 'sha256' and 'completions')")
+    rows = entry["completions"]
+    if not isinstance(rows, list) or completions_checksum(rows) != entry["sha256"]:
+        raise CacheEntryError("checksum mismatch: the completions were edited or corrupted")
+    if len(rows) != expected:
+        raise CacheEntryError(f"{len(rows)} completions for {expected} requests")
+    for index, row in enumerate(rows):
+        if not (isinstance(row, dict) and set(row) == {"text", "num_tokens"} and isinstance(row["text"], str)
+                and type(row["num_tokens"]) is int and row["num_tokens"] >= 0):
+            raise CacheEntryError(f"completion {index} is not {{'text': str, 'num_tokens': int >= 0}}: {row!r:.80}")
+    return [Completion(**row) for row in rows]
+
+
 class CachedBackend:
-    """A backend whose ``generate`` results are stored on disk by :func:`cache_key`."""
+    """A backend whose ``generate`` results are stored on disk by :func:`cache_key`.
+
+    ``rejected`` and ``not_stored`` hold one line per entry (``path: reason``)
+    that failed its integrity check or could not be written, for the plugin to
+    report once at the end of the run.
+    """
 
     def __init__(self, inner: Backend, *, cache_dir: Path):
         self.inner = inner
@@ -78,6 +133,8 @@ class CachedBackend:
         self.cache_dir = Path(cache_dir)
         self.description = inner.description
         self.hits = self.misses = 0
+        self.rejected: list[str] = []
+        self.not_stored: list[str] = []
 
     def entry_path(self, requests: Sequence[Request], protocol: SamplingProtocol) -> Path:
         key = cache_key(self.fingerprint, requests, protocol)
@@ -85,23 +142,67 @@ class CachedBackend:
 
     def generate(self, requests: Sequence[Request], protocol: SamplingProtocol) -> list[Completion]:
         path = self.entry_path(requests, protocol)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(f"{path}.lock"):
+        with _entry_lock(path):
             cached = self._read(path, len(requests))
             if cached is not None:
                 self.hits += 1
                 return cached
             completions = self.inner.generate(requests, protocol)
-            write_atomically(path, json.dumps([asdict(c) for c in completions], ensure_ascii=False))
+            text = entry_text(completions)
+            try:
+                write_atomically(path, text)
+            except OSError as err:
+                self.not_stored.append(f"{path}: not stored, the cache cannot be written ({err.strerror or err})")
             self.misses += 1
             return completions
 
-    @staticmethod
-    def _read(path: Path, expected: int) -> list[Completion] | None:
-        """The entry's completions, or ``None`` when absent or unusable (then it is regenerated)."""
+    def summary_lines(self) -> list[str]:
+        """What the run's terminal summary should say about the cache: each rejected or unstored entry, once."""
+        lines = []
+        if self.rejected:
+            lines.append(f"generation cache: {_entries(len(self.rejected))} failed the integrity check, "
+                         f"generated anew:")
+            lines += [f"  {line}" for line in self.rejected]
+        if self.not_stored:
+            lines.append(f"generation cache: {_entries(len(self.not_stored))} generated but not stored:")
+            lines += [f"  {line}" for line in self.not_stored]
+        return lines
+
+    def _read(self, path: Path, expected: int) -> list[Completion] | None:
+        """The entry's completions, or ``None`` when absent or untrustworthy (then it is regenerated)."""
         try:
-            rows = json.loads(path.read_text(encoding="utf-8"))
-            completions = [Completion(**row) for row in rows]
-        except (OSError, ValueError, TypeError):
+            text = path.read_bytes().decode("utf-8")
+        except FileNotFoundError:
             return None
-        return completions if len(completions) == expected else None
+        except (OSError, UnicodeDecodeError) as err:
+            self.rejected.append(f"{path}: unreadable ({err})")
+            return None
+        try:
+            return parse_entry(text, expected)
+        except CacheEntryError as err:
+            self.rejected.append(f"{path}: {err}")
+            return None
+
+
+def _entries(count: int) -> str:
+    return f"{count} entry" if count == 1 else f"{count} entries"
+
+
+@contextlib.contextmanager
+def _entry_lock(path: Path) -> Iterator[None]:
+    """Hold the entry's file lock; without one when the lock file cannot be created (a read-only cache).
+
+    Reading without the lock is safe because entries are replaced atomically;
+    the lock only spares a concurrent run the same generation.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(f"{path}.lock")
+        lock.acquire()
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()

@@ -19,20 +19,26 @@ import hashlib
 import inspect
 import json
 import os
-import sys
 from collections.abc import Sequence
 from typing import Literal
 
 import torch
 import transformers
-from tqdm import tqdm
-from transformers import AutoModelForCausalLM, AutoTokenizer, StaticCache
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, StaticCache
+from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
 from fairness_core.backends.base import BackendSettings, Completion, Request, request_seed
 from fairness_core.backends.cpu_kernels import fast_cpu_kernels
 from fairness_core.backends.sampling import SeededSampler
 from fairness_core.errors import AuditUsageError
-from fairness_core.locations import MissingFolderError, first_line, resolve_location
+from fairness_core.locations import (
+    HubUnavailableError,
+    MissingFolderError,
+    first_line,
+    local_files_only,
+    resolve_location,
+)
+from fairness_core.progress import progress_bar, quiet_library_bars
 from fairness_core.thresholds import SamplingProtocol
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -67,7 +73,7 @@ def auto_batch_size(model) -> int:
     return max(1, min(AUTO_BATCH_MAX, int(free * AUTO_MEMORY_SHARE // per_row)))
 
 
-class ModelLoadError(AuditUsageError):
+class ModelLoadError(AuditUsageError, RuntimeError):
     """The model or tokenizer named by the user cannot be loaded; the message says why."""
 
 
@@ -89,21 +95,61 @@ def load_model(
     device: str = "auto",
     dtype: DtypeName = "auto",
 ):
-    """``from_pretrained`` for the model and its tokenizer, errors turned into one readable message."""
+    """``from_pretrained`` for the model and its tokenizer, errors turned into one readable message.
+
+    The config is read first and checked by :func:`check_causal_lm`, before
+    any weights load, and a hub id that cannot be had fails at once
+    (:func:`~fairness_core.locations.local_files_only`).
+    """
     try:
         name_or_path = resolve_location(name_or_path)
     except MissingFolderError:
         raise ModelLoadError(f"--model={name_or_path}: no such directory.") from None
     kwargs = {"revision": revision, "trust_remote_code": trust_remote_code}
     try:
+        kwargs["local_files_only"] = local_files_only(name_or_path, revision=revision)
+        config = AutoConfig.from_pretrained(name_or_path, **kwargs)
+        check_causal_lm(config, name_or_path)
         tokenizer = AutoTokenizer.from_pretrained(name_or_path, **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(
-            name_or_path, dtype="auto" if dtype == "auto" else DTYPES[dtype], **kwargs
-        )
+        with quiet_library_bars():  # transformers' "Loading weights" bar would print inside pytest's header
+            model = AutoModelForCausalLM.from_pretrained(
+                name_or_path, config=config, dtype="auto" if dtype == "auto" else DTYPES[dtype], **kwargs
+            )
+    except HubUnavailableError as err:
+        raise ModelLoadError(f"--model={err}") from None
     except (OSError, ValueError, KeyError) as err:
         raise ModelLoadError(f"--model={name_or_path} could not be loaded: {first_line(err)}") from err
     model.to(resolve_device(device)).eval()
     return model, tokenizer
+
+
+#: Architecture name endings of models with a classification head instead of a language-model head.
+CLASSIFICATION_HEADS = ("Classification", "ForQuestionAnswering", "ForMultipleChoice", "ForNextSentencePrediction")
+
+
+def check_causal_lm(config, name_or_path: str) -> None:
+    """Raise :class:`ModelLoadError` unless ``config`` describes a causal (decoder-only) language model.
+
+    ``AutoModelForCausalLM`` loads a BERT classifier as ``BertLMHeadModel``
+    with a fresh random head and bidirectional attention, and the audit then
+    fails in every test; an encoder-decoder (T5, BART) completes nothing the
+    way the audit prompts it.  So the kind of model is named up front.
+    """
+    architectures = list(getattr(config, "architectures", None) or [])
+    shown = ", ".join(architectures) or f"model_type {config.model_type!r}"
+    if getattr(config, "is_encoder_decoder", False):
+        found = f"an encoder-decoder model ({shown}, is_encoder_decoder=true)"
+    elif any(a.endswith(CLASSIFICATION_HEADS) for a in architectures):
+        found = f"a model with a classification head ({shown})"
+    elif config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES and not getattr(config, "is_decoder", False):
+        found = f"an encoder-only model ({shown}, is_decoder=false)"
+    else:
+        return
+    raise ModelLoadError(
+        f"--model={name_or_path} is {found}. The audits need a causal language model: a decoder-only "
+        f"architecture such as GPT2LMHeadModel or *ForCausalLM (GPT-2, GPT-NeoX, Llama ...), or a decoder "
+        f"config with is_decoder=true."
+    )
 
 
 def encode_prompt(tokenizer, text: str) -> list[int]:
@@ -183,8 +229,8 @@ class HFBackend:
         encoded = [encode_prompt(self.tokenizer, r.prompt) for r in requests]
         order = sorted(range(len(requests)), key=lambda i: (-len(encoded[i]), i))
         results: list[Completion | None] = [None] * len(requests)
-        with tqdm(total=len(requests), desc="generating", unit="completion", file=sys.__stderr__,
-                  disable=None, leave=False) as progress, fast_cpu_kernels(self.model):
+        with progress_bar(len(requests), desc="generating", unit="completion") as progress, \
+                fast_cpu_kernels(self.model):
             done = 0
             while done < len(order):
                 batch = order[done:done + self.batch_size]
