@@ -247,15 +247,16 @@ def _quick_problems(config: pytest.Config) -> list[str]:
             resolve_location(model)
         except MissingFolderError:
             problems.append(f"{OPTION_MODEL}={model}: no such directory.")
-    checks = [lambda: check_output_file(OPTION_AUDIT_JSON, path) for path in [config.getoption(OPTION_AUDIT_JSON)] if path]
-    checks += [lambda: check_output_file("--html", Path(path)) for path in [config.getoption("htmlpath", None)] if path]
-    if not config.getoption("--no-cache") and config.getoption("--cache-dir"):
-        checks.append(lambda: check_cache_dir("--cache-dir", config.getoption("--cache-dir")))
-    for check in checks:
-        try:
-            check()
-        except AuditUsageError as err:
-            problems.append(str(err))
+    outputs = [(OPTION_AUDIT_JSON, config.getoption(OPTION_AUDIT_JSON)), ("--html", config.getoption("htmlpath", None))]
+    cache = None if config.getoption("--no-cache") else config.getoption("--cache-dir")
+    try:
+        for option, path in outputs:
+            if path:
+                check_output_file(option, Path(path))
+        if cache:
+            check_cache_dir("--cache-dir", cache)
+    except AuditUsageError as err:
+        problems.append(str(err))
     return problems
 
 
