@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 from fairness_core.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED
 from fairness_core.metrics import average_group_fairness, group_distances, wasserstein1
 from fairness_core.statistics import bootstrap_interval, permutation_pvalue, wilson_interval
-from fairness_core.thresholds import AuditConfig, rate_for
+from fairness_core.thresholds import AuditConfig
 
 if TYPE_CHECKING:
     from fairness_core.group_fairness import SentimentResults
@@ -129,7 +129,7 @@ def honest_metrics(results: HonestResults, config: AuditConfig, *, groups: Seque
         out.append(MetricResult(
             metric_id("honest", "honest_score", attribute=group), "honest", "honest_score",
             value=count.rate, interval=wilson_interval(count.hits, count.total),
-            limit=Limit(rate_for(limits.max_honest_score, group)), attribute=group, aggregate=True,
+            limit=Limit(limits.max_honest_score[group]), attribute=group, aggregate=True,
             sample=f"{count.hits} hurtful of {count.total} completions",
         ))
         for template_id in dict.fromkeys(r.prompt.template_id for r in results.rows):

@@ -86,6 +86,7 @@ class AuditPlan:
             else:
                 attribute_set = value
         if config is not None and attribute_set is not None:
+            config = config.for_attribute_set(attribute_set.name)
             problems += group_problems(config, attribute_set.groups, where=f"the thresholds file {str(thresholds)!r}")
         if problems or config is None or attribute_set is None:
             raise AuditSetupError(problems)

@@ -10,11 +10,13 @@ SamplingProtocol(num_samples=20, max_new_tokens=10, do_sample=True, top_k=50, to
 
 from __future__ import annotations
 
+import types
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from fairness_core.errors import AuditUsageError
 from fairness_core.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED, LexiconLevel
@@ -45,13 +47,8 @@ class SamplingProtocol(_Strict):
     temperature: Annotated[float, Field(gt=0.0)] = 1.0
 
 
-#: One limit for every group, or one per group id of the attribute set (``{female: 0.10, male: 0.10}``).
-GroupRates = Rate | dict[str, Rate]
-
-
-def rate_for(rates: GroupRates, group: str) -> float:
-    """The limit of ``group`` (present: :func:`group_problems` has checked the keys)."""
-    return rates if isinstance(rates, float | int) else rates[group]
+#: One limit per group id of the attribute set (``{female: 0.10, male: 0.10}``).
+GroupRates = dict[str, Rate]
 
 
 def group_problems(config: AuditConfig, groups: tuple[str, ...], *, where: str) -> list[str]:
@@ -62,15 +59,14 @@ def group_problems(config: AuditConfig, groups: tuple[str, ...], *, where: str) 
     """
     problems = []
     rates = config.honest.max_honest_score
-    if isinstance(rates, dict):
-        missing = [g for g in groups if g not in rates]
-        unknown = [g for g in rates if g not in groups]
-        if missing:
-            problems.append(f"{where}: honest.max_honest_score has no limit for the group(s) {missing}; "
-                            f"give one per group ({', '.join(groups)}) or one number for all")
-        if unknown:
-            problems.append(f"{where}: honest.max_honest_score names unknown group(s) {unknown}; "
-                            f"the groups are {', '.join(groups)}")
+    missing = [g for g in groups if g not in rates]
+    unknown = [g for g in rates if g not in groups]
+    if missing:
+        problems.append(f"{where}: honest.max_honest_score has no limit for the group(s) {missing}; "
+                        f"give one per group: {', '.join(groups)}")
+    if unknown:
+        problems.append(f"{where}: honest.max_honest_score names unknown group(s) {unknown}; "
+                        f"the groups are {', '.join(groups)}")
     return problems
 
 
@@ -128,18 +124,53 @@ class RegressionConfig(_Strict):
     default_tolerance: Annotated[float, Field(ge=0.0)] = 0.02
 
 
+def _partial(model: type[BaseModel]) -> type[BaseModel]:
+    """``model`` with every field optional: the keys one attribute set may override, each validated as usual."""
+    fields: dict[str, Any] = {
+        name: ((Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation) | None, None)
+        for name, info in model.model_fields.items()
+    }
+    return create_model(f"{model.__name__}Override", __base__=_Strict, **fields)
+
+
+HonestOverride = _partial(HonestConfig)
+SentimentOverride = _partial(SentimentConfig)
+
+
+class AttributeSetLimits(_Strict):
+    """Limits that differ for one attribute set (``attributes: {nationality: {honest: {max_ratio: 2.5}}}``).
+
+    More groups mean more comparisons and smaller groups; a set may need looser
+    or per-group limits.  Keys left out keep the top-level value.
+    """
+
+    honest: HonestOverride | None = None  # type: ignore[valid-type]
+    sentiment: SentimentOverride | None = None  # type: ignore[valid-type]
+
+
 class AuditConfig(_Strict):
     """The whole of ``thresholds.yaml``.
 
     ``decision_rule``: ``point`` (the estimate against the threshold),
     ``confident`` (fail only when the whole 95% interval is past the threshold)
     or ``strict`` (pass only when the whole interval is inside).
+    ``attributes`` overrides limits for named attribute sets.
     """
 
     decision_rule: Literal["point", "confident", "strict"] = "point"
     honest: HonestConfig
     sentiment: SentimentConfig
     regression: RegressionConfig = RegressionConfig()
+    attributes: dict[str, AttributeSetLimits] = {}
+
+    def for_attribute_set(self, name: str) -> AuditConfig:
+        """The limits in force for the attribute set ``name``: the top level with that set's overrides."""
+        limits = self.attributes.get(name)
+        if limits is None:
+            return self
+        update = {section: getattr(self, section).model_copy(update=override.model_dump(exclude_none=True))
+                  for section in ("honest", "sentiment") if (override := getattr(limits, section)) is not None}
+        return self.model_copy(update=update)
 
 
 def load_thresholds(path: str | Path) -> AuditConfig:
@@ -167,10 +198,20 @@ def _describe(error: Any) -> str:
 
 
 def _allowed_keys(parent: tuple) -> list[str]:
-    model: Any = AuditConfig
+    """The keys allowed at ``parent``, following models, ``X | None`` and ``dict[str, X]`` (attribute-set names)."""
+    expected: Any = AuditConfig
     for part in parent:
-        field = model.model_fields.get(part) if isinstance(part, str) else None
-        if field is None or not isinstance(field.annotation, type) or not issubclass(field.annotation, BaseModel):
+        if typing.get_origin(expected) is dict:
+            expected = typing.get_args(expected)[1]
+            continue
+        field = expected.model_fields.get(part) if _is_model(expected) and isinstance(part, str) else None
+        if field is None:
             return ["(see the README)"]
-        model = field.annotation
-    return list(model.model_fields)
+        optional = typing.get_origin(field.annotation) in (typing.Union, types.UnionType)
+        expected = next((a for a in typing.get_args(field.annotation) if _is_model(a)), None) if optional \
+            else field.annotation
+    return list(expected.model_fields) if _is_model(expected) else ["(see the README)"]
+
+
+def _is_model(value: Any) -> bool:
+    return isinstance(value, type) and issubclass(value, BaseModel)

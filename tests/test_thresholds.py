@@ -9,7 +9,14 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from fairness_core.thresholds import AuditConfig, HonestConfig, SamplingProtocol, ThresholdsError, load_thresholds
+from fairness_core.thresholds import (
+    AuditConfig,
+    HonestConfig,
+    SamplingProtocol,
+    ThresholdsError,
+    group_problems,
+    load_thresholds,
+)
 
 REPO_THRESHOLDS = Path(__file__).resolve().parents[1] / "thresholds.yaml"
 
@@ -49,7 +56,7 @@ def test_repo_thresholds_validate():
     config = load_thresholds(REPO_THRESHOLDS)
     assert isinstance(config, AuditConfig)
     assert config.honest.protocol == SamplingProtocol()  # the HONEST reference protocol
-    assert set(config.honest.max_honest_score.model_dump()) == {"female", "male"}
+    assert set(config.honest.max_honest_score) == {"female", "male"}
 
 
 def test_optional_keys_take_their_defaults(tmp_path):
@@ -139,7 +146,6 @@ def test_out_of_range_or_wrong_value_names_the_field(tmp_path, location, value):
     ("mapping", "location"),
     [
         ({"max_category_score": {"xyz": 0.1}}, "honest.max_category_score.xyz"),
-        ({"max_honest_score": {"female": 0.1, "male": 0.1, "other": 0.1}}, "honest.max_honest_score.other"),
     ],
 )
 def test_unknown_category_or_attribute_names_it(tmp_path, mapping, location):
@@ -162,11 +168,14 @@ def test_missing_required_key(tmp_path):
     assert "\n  - honest.max_ratio: Field required" in invalid(tmp_path, raw)
 
 
-def test_max_honest_score_needs_both_attributes(tmp_path):
-    """A limit for one attribute only leaves the other's audit test without a threshold (a KeyError)."""
+def test_max_honest_score_is_checked_against_the_attribute_sets_groups(tmp_path):
+    """A limit for one group only would leave the other's audit test without a threshold (a KeyError)."""
     raw = tiny_thresholds()
-    raw["honest"]["max_honest_score"] = {"female": 0.1}
-    assert "\n  - honest.max_honest_score" in invalid(tmp_path, raw)
+    raw["honest"]["max_honest_score"] = {"female": 0.1, "other": 0.1}
+    config = load_thresholds(write(tmp_path, raw))
+    assert group_problems(config, ("female", "male"), where="here") == [
+        "here: honest.max_honest_score has no limit for the group(s) ['male']; give one per group: female, male",
+        "here: honest.max_honest_score names unknown group(s) ['other']; the groups are female, male"]
 
 
 @pytest.mark.parametrize("text", ["", "# only a comment\n", "- a\n- list\n", "just a string\n"])
@@ -199,3 +208,29 @@ def test_protocol_defaults_are_the_honest_reference():
     assert SamplingProtocol().model_dump() == {
         "num_samples": 20, "max_new_tokens": 10, "do_sample": True, "top_k": 50, "top_p": 1.0, "temperature": 1.0,
     }
+
+
+def test_an_attribute_set_overrides_only_the_limits_it_names(tmp_path):
+    raw = yaml.safe_load(REPO_THRESHOLDS.read_text(encoding="utf-8"))
+    raw["attributes"] = {"nationality": {"honest": {"max_ratio": 2.5, "max_honest_score": {"japanese": 0.2}},
+                                         "sentiment": {"max_mean_gap": 0.2}}}
+    config = load_thresholds(write(tmp_path, yaml.safe_dump(raw, allow_unicode=True)))
+    nationality = config.for_attribute_set("nationality")
+    assert (nationality.honest.max_ratio, nationality.honest.max_honest_score["japanese"], nationality.sentiment.max_mean_gap) \
+        == (2.5, 0.2, 0.2)
+    assert nationality.honest.protocol == config.honest.protocol
+    assert nationality.sentiment.max_group_distance == config.sentiment.max_group_distance
+    assert config.for_attribute_set("gender") == config
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ({"honest": {"max_ratoi": 2}}, r"attributes\.nationality\.honest\.max_ratoi: unknown key 'max_ratoi'; "
+                                   r"allowed keys here: protocol, .*max_ratio"),
+    ({"honesty": {}}, r"attributes\.nationality\.honesty: unknown key 'honesty'; allowed keys here: honest, sentiment"),
+    ({"honest": {"max_ratio": 0.5}}, r"attributes\.nationality\.honest\.max_ratio: .*greater than or equal to 1"),
+])
+def test_a_bad_attribute_set_override_names_its_dotted_key(tmp_path, override, message):
+    raw = yaml.safe_load(REPO_THRESHOLDS.read_text(encoding="utf-8"))
+    raw["attributes"] = {"nationality": override}
+    with pytest.raises(ThresholdsError, match=message):
+        load_thresholds(write(tmp_path, yaml.safe_dump(raw, allow_unicode=True)))
