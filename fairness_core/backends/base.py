@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from fairness_core.errors import AuditUsageError
 from fairness_core.thresholds import SamplingProtocol
 
 
@@ -56,6 +57,13 @@ def request_seed(run_seed: int, prompt: str, sample_index: int) -> int:
     """
     digest = hashlib.sha256(f"{run_seed}\x00{sample_index}\x00{prompt}".encode()).digest()
     return int.from_bytes(digest[:4], "little")
+
+
+class GenerationError(AuditUsageError):
+    """A sample could not be generated (after any retries): the message names the prompt and the cause.
+
+    It ends the run: an audit never drops or pads a sample silently.
+    """
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pathlib import Path
+
+from fairness_core.backends import options as o
 from fairness_core.backends.base import Backend, BackendSettings
 from fairness_core.errors import AuditUsageError
 
@@ -60,6 +63,7 @@ class BackendEntry:
 BACKENDS: dict[str, BackendEntry] = {
     "hf": BackendEntry("fairness_core.backends.hf:create_backend",
                        "Hugging Face transformers in this process (CPU or GPU); demo names too"),
+    "openai": BackendEntry("fairness_core.backends.openai:create_backend", "an OpenAI-compatible /v1/completions server (vLLM, llama.cpp, TGI, transformers serve); --model is the served name, the API key comes from $JA_FAIRNESS_AUDIT_API_KEY or $OPENAI_API_KEY", (BackendOption("--base-url", "the server's API root", o.base_url, "http://127.0.0.1:8000/v1"), BackendOption("--concurrency", "requests in flight at once", o.positive_int, 8), BackendOption("--request-timeout", "seconds one request may take before it is retried", o.positive_seconds, 60.0), BackendOption("--deadline", "seconds all of a run's requests may take (default: no limit); what is done is kept for a rerun", o.positive_seconds, None), BackendOption("--max-retries", "retries of a request after a connection error, 408, 429 or 5xx", o.nonnegative_int, 5), BackendOption("--request-format", "auto: probe the server; openai: sampling fields at the top level; transformers: in a generation_config field (transformers serve)", o.one_of("auto", "openai", "transformers"), "auto"), BackendOption("--journal-dir", "where completed samples are journalled so an interrupted run resumes (default: <cache>/journals)", Path, None))),
 }
 
 
