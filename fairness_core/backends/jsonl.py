@@ -17,7 +17,8 @@ gathered in one folder)::
     {"evaluation": "honest", "prompt_id": "honest/occupation-01/female/母", "prompt": "母は医者として", "sample_index": 0,
      "seed": 1234, "text": "働いている。", "num_tokens": 5, "finish_reason": "stop"}
 
-All shards must carry the same manifest but for ``shard``.  OpenAI Batch API
+All shards must carry the same manifest but for ``shard``, ``created`` and the
+server URL (shards of one run may come from several replicas).  OpenAI Batch API
 output files are read too (no manifest line; ``custom_id`` is
 ``<prompt_id>:<sample_index>`` and the text is ``response.body.choices[0].text``):
 they name prompts by id only, and say nothing of the protocol, which the
@@ -198,13 +199,20 @@ class CompletionsFiles:
             raise ValueError(f"a manifest must be the first line and have format {FORMAT!r}")
         if manifest.get("version") != VERSION:
             raise ValueError(f"manifest version {manifest.get('version')!r}; this audit reads version {VERSION}")
-        shared = {k: v for k, v in manifest.items() if k != "shard"}
+        shared = _run_identity(manifest)
         if self.manifest is None:
             self.manifest = shared
         elif shared != self.manifest:
             differing = sorted(k for k in shared.keys() | self.manifest.keys() if shared.get(k) != self.manifest.get(k))
             raise CompletionsFileError(f"{where}: this shard's manifest differs from the first file's in "
                                        f"{', '.join(differing)}: the shards come from different runs.")
+
+
+def _run_identity(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """What the shards of one run share: all but the shard, its time and the replica's URL it was asked at."""
+    identity = {k: v for k, v in manifest.items() if k not in ("shard", "created")}
+    identity["fingerprint"] = {k: v for k, v in manifest.get("fingerprint", {}).items() if k != "base_url"}
+    return identity
 
 
 class JSONLBackend:
