@@ -13,6 +13,9 @@ normally it works through ``faults``, one per request, in order:
 Run as a script (``python http_support.py PORT [CRASH_AFTER]``) it serves in
 the foreground and, with ``CRASH_AFTER``, exits abruptly after that many
 completions: the "server killed mid-run" test starts it as a subprocess.
+
+:func:`transformers_serve` starts the real server the known-answer test and
+``benchmarks/bench_http.py`` use.
 """
 
 from __future__ import annotations
@@ -20,10 +23,15 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 MODEL = "scripted-model"
 
@@ -33,6 +41,51 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+class ServerStartError(RuntimeError):
+    pass
+
+
+@contextmanager
+def transformers_serve(model: str, log: Path, *, startup_s: float = 120):
+    """``transformers serve MODEL`` on 127.0.0.1 and a free port, offline; yields its base URL, then stops it by pid.
+
+    ``OMP_NUM_THREADS=1`` keeps the server from fighting its clients for the
+    cores (15x faster with the tests on 2 shared cores).
+    """
+    port = free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    with log.open("w") as output:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "transformers.cli.transformers", "serve", model, "--host", "127.0.0.1",
+             "--port", str(port), "--device", "cpu"], stdout=output, stderr=subprocess.STDOUT, env=env)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + startup_s
+        while not _answers(f"{base_url}/models"):
+            if server.poll() is not None:
+                raise ServerStartError(f"transformers serve exited with {server.returncode} (is transformers[serving] "
+                                       f"installed? pip install -e '.[test]'):\n{log.read_text()[-2000:]}")
+            if time.monotonic() > deadline:
+                raise ServerStartError(f"transformers serve did not answer within {startup_s} s:\n{log.read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield base_url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
 
 
 def completion_body(text: str, *, choices: int = 1, finish_reason: str = "length", completion_tokens: int = 1) -> bytes:

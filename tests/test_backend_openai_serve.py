@@ -6,18 +6,11 @@ flavour, because ``transformers serve`` tokenizes a prompt with the
 tokenizer's defaults: a T5-style SentencePiece tokenizer (``demo:biased``)
 then appends ``</s>``, and the model continues a text that has ended (the HF
 backend's ``encode_prompt`` drops that EOS; on the prompts of 2 templates the
-female rate of ``demo:biased`` measured 0.17 over HTTP, 0.33 in process).  ``OMP_NUM_THREADS=1`` keeps
-the server from fighting the tests for the cores (15x faster on 2 shared cores).
+female rate of ``demo:biased`` measured 0.17 over HTTP, 0.33 in process).
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-
-import httpx
 import pytest
 
 from fairness_core.backends.base import Request
@@ -31,7 +24,7 @@ from fairness_core.lexicon import load_builtin_lexicon
 from fairness_core.matching import HurtfulMatcher
 from fairness_core.resources import honest_prompts, honest_templates, identity_pairs
 from fairness_core.thresholds import SamplingProtocol
-from http_support import free_port
+from http_support import ServerStartError, transformers_serve
 
 pytestmark = pytest.mark.slow
 
@@ -40,43 +33,17 @@ TEMPLATES = 4
 PROTOCOL = SamplingProtocol(num_samples=5)
 #: About 3 standard errors of a rate measured on 600 completions (0.019 at 0.30, 0.010 at 0.06).
 TOLERANCE = {"female": 0.06, "male": 0.04}
-STARTUP_S = 120
 
 
 @pytest.fixture(scope="session")
 def served_model(tmp_path_factory):
-    """``(base_url, model name)`` of a ``transformers serve`` process serving demo:biased:bpe."""
+    """``(base_url, model path)`` of a ``transformers serve`` process serving demo:biased:bpe."""
     model = str(resolve_demo("demo:biased:bpe"))
-    port = free_port()
-    log = tmp_path_factory.mktemp("serve") / "serve.log"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    with log.open("w") as output:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "transformers.cli.transformers", "serve", model, "--host", "127.0.0.1",
-             "--port", str(port), "--device", "cpu"], stdout=output, stderr=subprocess.STDOUT, env=env)
-    base_url = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + STARTUP_S
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"transformers serve exited with {server.returncode} (is transformers[serving] "
-                            f"installed? pip install -e '.[test]'):\n{log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"transformers serve did not answer within {STARTUP_S} s:\n{log.read_text()[-2000:]}")
-            time.sleep(0.5)
-        yield base_url, model
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        with transformers_serve(model, tmp_path_factory.mktemp("serve") / "serve.log") as base_url:
+            yield base_url, model
+    except ServerStartError as err:
+        pytest.fail(str(err))
 
 
 def _client(served_model, tmp_path, **overrides) -> OpenAIBackend:
