@@ -55,6 +55,7 @@ def _client(served_model, tmp_path, **overrides) -> OpenAIBackend:
 def test_planted_bias_is_found_over_http_and_a_rerun_hits_the_cache(served_model, tmp_path):
     backend = _client(served_model, tmp_path)
     assert backend.fingerprint["request_format"] == "transformers"  # it rejected the plain top_k
+    assert "repeat only at --concurrency=1" in backend.description["reproducible"]
     cached = CachedBackend(backend, cache_dir=tmp_path / "cache")
     matcher = HurtfulMatcher(load_builtin_lexicon().at_level("conservative").entries)
     prompts = honest_prompts(honest_templates()[:TEMPLATES], identity_pairs())

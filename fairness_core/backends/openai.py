@@ -17,7 +17,10 @@ servers have their own defaults (llama.cpp's server adds ``min_p`` 0.05 and
 ``--request-format=auto`` (the default) sends one probe request in the
 ``openai`` format when the backend is created and switches to
 ``transformers`` when the server answers with a 4xx that names one of the
-fields; the format chosen is part of the cache key.
+fields; the format chosen is part of the cache key.  ``transformers serve``
+reseeds one process-wide generator per request, so its completions repeat
+only at ``--concurrency=1`` (the description says so otherwise); vLLM and
+llama.cpp seed each request's own generator.
 
 The client is ``httpx`` on ``asyncio``: one thread keeps ``--concurrency``
 requests in flight over pooled keep-alive connections at a small CPU cost
@@ -72,6 +75,10 @@ NEUTRAL_FIELDS: Mapping[str, float | int] = {
     "frequency_penalty": 0.0, "typical_p": 1.0, "mirostat": 0, "dry_multiplier": 0.0, "xtc_probability": 0.0,
 }
 FINISH_REASONS = ("stop", "length")
+#: ``transformers serve`` seeds one process-wide torch generator per request, so requests in flight together
+#: draw from each other's streams: measured, 60 of 60 completions repeat at concurrency 1, 0-2 of 60 at 4 or 16.
+TRANSFORMERS_SERVE_SEEDING = ("no: transformers serve shares one random generator between the requests in flight; "
+                              "completions repeat only at --concurrency=1")
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0
 
@@ -206,6 +213,8 @@ class OpenAIBackend:
         model_root, self.system_fingerprint, self.request_format = asyncio.run(self._connect())
         self.description = {"backend": "openai", "model": settings.model, "base_url": settings.base_url,
                             "request_format": self.request_format}
+        if self.request_format == "transformers" and settings.concurrency > 1:
+            self.description["reproducible"] = TRANSFORMERS_SERVE_SEEDING
         self.fingerprint = {
             "backend": "openai", "base_url": settings.base_url, "model": settings.model, "model_root": model_root,
             "system_fingerprint": self.system_fingerprint or "(none sent)", "request_format": self.request_format,
