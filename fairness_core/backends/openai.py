@@ -249,7 +249,11 @@ class OpenAIBackend:
             formats = ["openai", "transformers"] if s.request_format == "auto" else [s.request_format]
             for request_format in formats:
                 body = request_body(s.model, probe.prompt, 0, SamplingProtocol(max_new_tokens=1), request_format)
-                response = await self._post(client, body, probe)
+                try:
+                    response = await self._post(client, body, probe)
+                except GenerationError as err:
+                    raise ServerError(f"--base-url={s.base_url}: the server lists the model but its first completion "
+                                      f"request failed: {err}") from None
                 if response.status_code == 200:
                     return model_root, response.json().get("system_fingerprint"), request_format
                 message = server_message(response)
