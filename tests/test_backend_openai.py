@@ -125,11 +125,13 @@ def test_api_key_is_sent_but_never_recorded(server, tmp_path, monkeypatch):
     assert "sk-secret" not in recorded
 
 
-def test_unserved_model_and_unreachable_server_are_usage_errors(server, connect):
+def test_unserved_model_wrong_url_and_unreachable_server_are_usage_errors(server, connect):
     with pytest.raises(ServerError, match="--model=other is not served at .*; it serves: scripted-model"):
         connect(server.base_url, model="other")
     with pytest.raises(AuditUsageError, match="cannot reach the server"):
         connect(f"http://127.0.0.1:{free_port()}/v1")
+    with pytest.raises(ServerError, match=r"--base-url=http://127.0.0.1:\d+: GET /models answered HTTP 404: not found"):
+        connect(server.base_url.removesuffix("/v1"))
 
 
 def _start_server(port: int, *crash_after: int) -> subprocess.Popen:

@@ -154,7 +154,11 @@ class CompletionsFiles:
         problem = ""
         for path in self.paths:
             has_manifest = False
-            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as err:
+                raise CompletionsFileError(f"{path}: cannot be read as UTF-8 text: {err}") from None
+            for number, line in enumerate(text.splitlines(), start=1):
                 where = f"{path}:{number}"
                 if not line.strip():
                     continue

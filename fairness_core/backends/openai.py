@@ -240,7 +240,11 @@ class OpenAIBackend:
             if response.status_code != 200:
                 raise ServerError(f"--base-url={s.base_url}: GET /models answered HTTP {response.status_code}: "
                                   f"{server_message(response)}")
-            served = {entry.get("id"): entry for entry in response.json().get("data", [])}
+            try:
+                served = {entry["id"]: entry for entry in response.json()["data"]}
+            except (ValueError, KeyError, TypeError):
+                raise ServerError(f"--base-url={s.base_url}: GET /models did not answer an OpenAI model list "
+                                  f"({{\"data\": [{{\"id\": ...}}]}}): {response.text[:200]!r}") from None
             if s.model not in served:
                 raise ServerError(f"--model={s.model} is not served at {s.base_url}; it serves: "
                                   f"{', '.join(map(str, served)) or '(nothing)'}")
