@@ -21,13 +21,14 @@ from fairness_core.backends.base import BackendSettings, Request
 from fairness_core.backends.hf import HFBackend, load_model
 from fairness_core.backends.jsonl import CompletionsFileError, CompletionsFiles, JSONLBackend, resolve_paths
 from fairness_core.backends.openai import ClientSettings, OpenAIBackend
-from fairness_core.backends.vllm import VLLMUnavailableError
 from fairness_core.backends.registry import create_backend
+from fairness_core.backends.vllm import VLLMUnavailableError
 from fairness_core.demo.registry import resolve_demo
 from fairness_core.honest import evaluate_honest
 from fairness_core.lexicon import load_builtin_lexicon
 from fairness_core.matching import HurtfulMatcher
-from fairness_core.resources import Prompt, given_names, honest_prompts, honest_templates, identity_pairs, name_prompts, name_templates
+from fairness_core.resources import (Prompt, given_names, honest_prompts, honest_templates, identity_pairs,
+                                     name_prompts, name_templates)
 from fairness_core.thresholds import SamplingProtocol, load_thresholds
 from http_support import MODEL, ScriptedServer, free_port
 
@@ -78,7 +79,7 @@ def test_jsonl_gives_back_exactly_the_hf_completions(hf, expected, tmp_path, sha
     for index in range(1, shards + 1):
         cli.write_completions(hf, SETTINGS, PLANS, tmp_path / f"part-{index}.jsonl", (index, shards))
     if shards > 1:  # every shard holds part of every evaluation, and no prompt is in two shards
-        parts = [{json.loads(l).get("prompt_id") for l in p.read_text().splitlines()[1:]} for p in tmp_path.iterdir()]
+        parts = [{json.loads(line)["prompt_id"] for line in p.read_text().splitlines()[1:]} for p in tmp_path.iterdir()]
         assert all(parts) and sum(map(len, parts)) == len(set().union(*parts))
     backend = JSONLBackend(CompletionsFiles(resolve_paths(str(tmp_path))), seed=0)
     for plan in PLANS:
@@ -94,7 +95,7 @@ def test_openai_batch_output_is_read_by_custom_id(expected, tmp_path):
                          "response": {"status_code": 200, "body": {"choices": [{"index": 0, "text": c.text,
                                       "finish_reason": c.finish_reason}], "usage": {"completion_tokens": c.num_tokens}}}},
                         ensure_ascii=False)
-             for n, (r, c) in enumerate(zip(plan.requests(), expected["honest"]))]
+             for n, (r, c) in enumerate(zip(plan.requests(), expected["honest"], strict=True))]
     (tmp_path / "batch_output.jsonl").write_text("\n".join(lines) + "\n")
     backend = create_backend("jsonl", BackendSettings(model="", options={"completions": str(tmp_path / "*.jsonl")}))
     assert backend.generate(plan.requests(), plan.protocol) == expected["honest"]
