@@ -24,7 +24,7 @@ from pathlib import Path
 from fairness_core.backends.base import BackendSettings, Completion, Request, request_seed
 from fairness_core.demo.registry import resolve_demo
 from fairness_core.errors import AuditUsageError
-from fairness_core.locations import resolve_location
+from fairness_core.locations import first_line, resolve_location
 from fairness_core.thresholds import SamplingProtocol
 
 INSTALL_HINT = ("pip install 'ja-fairness-audit[vllm]' (vLLM 0.30-0.32 need torch 2.13 and a CUDA GPU; on a CPU "
@@ -68,9 +68,8 @@ class VLLMBackend:
         self.llm = llm
         self._encode = lambda text: encode_prompt(llm.get_tokenizer(), text)
         self.seed = settings.seed
-        config = llm.llm_engine.model_config
         self.description = {"backend": "vllm", "model": settings.model, "revision": settings.revision or "(default)",
-                            "dtype": str(config.dtype).removeprefix("torch."),
+                            "dtype": settings.dtype,
                             "tensor_parallel_size": str(settings.options["tensor_parallel_size"])}
         self.fingerprint = {"backend": "vllm", "model": settings.model, "revision": settings.revision or "",
                             "dtype": self.description["dtype"], "seed": str(settings.seed), "versions": versions,
@@ -96,9 +95,12 @@ def create_backend(settings: BackendSettings) -> VLLMBackend:
         raise VLLMUnavailableError(f"--backend=vllm needs vLLM, which is not installed here ({err}): "
                                    f"{INSTALL_HINT}.") from None
     location = str(resolve_demo(settings.model) or resolve_location(settings.model))
-    llm = vllm.LLM(model=location, revision=settings.revision,
-                   trust_remote_code=settings.trust_remote_code, dtype=settings.dtype,
-                   tensor_parallel_size=settings.options["tensor_parallel_size"], seed=settings.seed)
+    try:
+        llm = vllm.LLM(model=location, revision=settings.revision,
+                       trust_remote_code=settings.trust_remote_code, dtype=settings.dtype,
+                       tensor_parallel_size=settings.options["tensor_parallel_size"], seed=settings.seed)
+    except (ValueError, RuntimeError, OSError) as err:  # vLLM reports an unusable model or GPU setup as these
+        raise AuditUsageError(f"--backend=vllm could not load --model={settings.model}: {first_line(err)}") from err
     import torch
 
     versions = f"vllm {importlib.metadata.version('vllm')}, torch {torch.__version__}"
