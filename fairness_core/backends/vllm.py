@@ -94,12 +94,12 @@ def create_backend(settings: BackendSettings) -> VLLMBackend:
     except ImportError as err:
         raise VLLMUnavailableError(f"--backend=vllm needs vLLM, which is not installed here ({err}): "
                                    f"{INSTALL_HINT}.") from None
-    location = str(resolve_demo(settings.model) or resolve_location(settings.model))
     try:
+        location = str(resolve_demo(settings.model) or resolve_location(settings.model))
         llm = vllm.LLM(model=location, revision=settings.revision,
                        trust_remote_code=settings.trust_remote_code, dtype=settings.dtype,
                        tensor_parallel_size=settings.options["tensor_parallel_size"], seed=settings.seed)
-    except (ValueError, RuntimeError, OSError) as err:  # vLLM reports an unusable model or GPU setup as these
+    except (ValueError, RuntimeError, OSError) as err:  # a bad path or demo name; vLLM's unusable model or GPU
         raise AuditUsageError(f"--backend=vllm could not load --model={settings.model}: {first_line(err)}") from err
     import torch
 
