@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 import types
 from dataclasses import dataclass
@@ -120,6 +121,10 @@ def _audit(path: Path, plan=PLANS[0], *, requests=None, protocol=None, seed=0):
     (lambda lines: lines[:7] + [lines[7][:30]] + lines[8:], r"edited.jsonl:8: malformed line: .* \(1 line in all\)"),
     (lambda lines: lines[:3] + [lines[3].replace('"sample_index": 2', '"sample_index": "2"')] + lines[4:],
      r"edited.jsonl:4: malformed line: 'text' must be a string and 'sample_index' a whole number"),
+    (lambda lines: [lines[0].replace('"evaluations"', '"evaluation"')] + lines[1:],
+     r"edited.jsonl:1: malformed line: the manifest's 'evaluations' must map each evaluation"),
+    (lambda lines: lines[:2] + [re.sub(r'"seed": \d+', '"seed": 1', lines[2])] + lines[3:],
+     r"edited.jsonl:3: the seed is not request_seed\(run seed 0, prompt, sample\) \(1 line in all\)"),
     (lambda lines: lines[1:], r"edited.jsonl:1: malformed line: a completion line in a file whose first line is not its manifest \(ja-fairness-audit/completions\) \(\d+ lines in all\)"),
 ])
 def test_a_bad_file_is_one_usage_error_naming_the_first_line(written, tmp_path, edit, message):

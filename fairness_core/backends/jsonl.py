@@ -203,6 +203,12 @@ class CompletionsFiles:
             raise ValueError(f"a manifest must be the first line and have format {FORMAT!r}")
         if manifest.get("version") != VERSION:
             raise ValueError(f"manifest version {manifest.get('version')!r}; this audit reads version {VERSION}")
+        evaluations = manifest.get("evaluations")
+        if not isinstance(evaluations, dict) or not all(
+                isinstance(e, dict) and {"protocol", "prompt_set_sha256", "prompts"} <= e.keys()
+                for e in evaluations.values()):
+            raise ValueError("the manifest's 'evaluations' must map each evaluation to its protocol, "
+                             "prompt_set_sha256 and prompts")
         shared = _run_identity(manifest)
         if self.manifest is None:
             self.manifest = shared
