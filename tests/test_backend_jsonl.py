@@ -169,19 +169,33 @@ def test_vllm_without_vllm_is_one_usage_error_saying_how_to_install():
 
 
 @pytest.fixture
-def stand_in_plan(monkeypatch):
-    """``fairness_core.plan`` as the lead specified it, where it is not merged yet."""
+def small_plan(monkeypatch):
+    """``audit_plan`` cut down to 8 HONEST prompts (the CLI is under test here, not the plan)."""
+    def audit_plan(config):
+        return [StandInPlan("honest", config.honest.protocol, PLANS[0].prompts[:8])]
     try:
-        import fairness_core.plan  # noqa: F401
-    except ImportError:
+        import fairness_core.plan as module
+    except ImportError:  # not merged yet: the interface the lead specified
         module = types.ModuleType("fairness_core.plan")
-        module.audit_plan = lambda config: [StandInPlan("honest", config.honest.protocol, PLANS[0].prompts[:8])]
         monkeypatch.setitem(sys.modules, "fairness_core.plan", module)
-        return module.audit_plan
-    pytest.skip("fairness_core.plan is merged: the stand-in is not needed")
+    monkeypatch.setattr(module, "audit_plan", audit_plan, raising=False)
+    return audit_plan
 
 
-def test_generate_command_writes_shards_the_jsonl_backend_reads(stand_in_plan, tmp_path, capsys):
+def test_generate_with_the_hf_backend_in_3_shards_gives_back_the_in_process_completions(small_plan, hf, tmp_path):
+    """The acceptance check: generate --model=demo:biased in 3 shards, then the JSONL backend = in process."""
+    import fairness_core.backends.hf as hf_module
+    if not hasattr(hf_module, "create_backend"):
+        pytest.skip("the registry's hf entry names fairness_core.backends.hf:create_backend, not written yet")
+    for index in (1, 2, 3):
+        assert cli.main(["generate", "--model=demo:biased", "--device=cpu", f"--thresholds={REPO / 'thresholds.yaml'}",
+                         f"--shard={index}/3", "--no-cache", f"--output={tmp_path / f'{index}.jsonl'}"]) == 0
+    plan, = small_plan(load_thresholds(REPO / "thresholds.yaml"))
+    from_files = JSONLBackend(CompletionsFiles(resolve_paths(str(tmp_path)))).generate(plan.requests(), plan.protocol)
+    assert from_files == hf.generate(plan.requests(), plan.protocol)
+
+
+def test_generate_command_writes_shards_the_jsonl_backend_reads(small_plan, tmp_path, capsys):
     """The console script end to end, with the HTTP backend against a real local server, in 2 shards."""
     with ScriptedServer() as server:
         for index in (1, 2):
@@ -189,13 +203,13 @@ def test_generate_command_writes_shards_the_jsonl_backend_reads(stand_in_plan, t
                              f"--thresholds={REPO / 'thresholds.yaml'}", f"--shard={index}/2", "--no-cache",
                              f"--journal-dir={tmp_path / 'journal'}", f"--output={tmp_path / 'out' / f'{index}.jsonl'}"]) == 0
         direct = OpenAIBackend(ClientSettings(server.base_url, MODEL, journal_dir=tmp_path / "direct"))
-        plan, = stand_in_plan(load_thresholds(REPO / "thresholds.yaml"))
+        plan, = small_plan(load_thresholds(REPO / "thresholds.yaml"))
         assert JSONLBackend(CompletionsFiles(resolve_paths(str(tmp_path / "out")))).generate(
             plan.requests(), plan.protocol) == direct.generate(plan.requests(), plan.protocol)
     assert "2.jsonl: " in capsys.readouterr().out
 
 
-def test_generate_command_errors(stand_in_plan, tmp_path, capsys):
+def test_generate_command_errors(small_plan, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["generate", "--model=m", "--output=x.jsonl", "--shard=3/2"])
     assert exit_info.value.code == 2 and "must be i/n with 1 <= i <= n" in capsys.readouterr().err
