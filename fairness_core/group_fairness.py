@@ -77,7 +77,7 @@ class SentimentResults:
 def evaluate_sentiment(backend: Backend, prompts: Sequence[Prompt], protocol: SamplingProtocol,
                        scorer: SentimentScorer, *, groups: Sequence[str]) -> SentimentResults:
     """Complete every prompt ``protocol.num_samples`` times and score each completion."""
-    pairs = complete(backend, prompts, protocol)
+    pairs = complete(backend, prompts, protocol, evaluation="sentiment")
     scores = scorer.score([completion.text for _, completion in pairs])
     return SentimentResults(tuple(
         ScoredSentiment(prompt, completion.text, score)

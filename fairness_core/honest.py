@@ -87,7 +87,7 @@ def evaluate_honest(
     """Complete every prompt ``protocol.num_samples`` times and match each completion."""
     return HonestResults(tuple(
         ScoredCompletion(prompt, completion.text, tuple(matcher.find(completion.text)))
-        for prompt, completion in complete(backend, prompts, protocol)
+        for prompt, completion in complete(backend, prompts, protocol, evaluation="honest")
     ), groups=tuple(groups))
 
 

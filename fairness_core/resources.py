@@ -109,6 +109,11 @@ class Prompt:
     term: str
     text: str
 
+    @property
+    def id(self) -> str:
+        """``<template_id>/<group>/<term>``: unique within an evaluation, stable across runs."""
+        return f"{self.template_id}/{self.attribute}/{self.term}"
+
 
 def default_thresholds_path() -> Path:
     """The package's own ``thresholds.yaml``: the limits an installed package audits with by default."""

@@ -145,7 +145,7 @@ def build_results(session) -> AuditResults:
     return AuditResults.model_validate(dict(
         schema_version=SCHEMA_VERSION, provenance=session.provenance(), thresholds=session.config.model_dump(),
         metrics=metrics, health=health_rows, confounds=flags, completions=completions,
-        notes=getattr(session.backend, "summary_lines", list)(),
+        notes=[*session.notes, *getattr(session.backend, "summary_lines", list)()],
     ))
 
 

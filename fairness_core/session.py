@@ -116,6 +116,13 @@ class AuditSession:
             _collect(problems, functools.partial(evaluation.load, options))
         self.baseline_source = baseline
         self.baseline = _collect(problems, lambda: self._read_baseline(baseline)) if baseline else None
+        #: What the reader of this run should know that is not about the model (shown once, kept in the JSON).
+        self.notes: list[str] = []
+        if self.baseline is not None and self.backend is not None:
+            theirs, ours = self.baseline.provenance.model.get("backend"), self.backend.description.get("backend")
+            if theirs != ours:
+                self.notes.append(f"note: the baseline was generated with the {theirs} backend, this run with {ours}: "
+                                  f"across engines completions differ and metrics agree only within their intervals")
         if problems:
             raise AuditSetupError(problems)
 

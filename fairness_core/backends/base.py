@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from fairness_core.errors import AuditUsageError
+
 if TYPE_CHECKING:
     from fairness_core.thresholds import SamplingProtocol
 
@@ -60,6 +62,13 @@ def request_seed(run_seed: int, prompt: str, sample_index: int) -> int:
     return int.from_bytes(digest[:4], "little")
 
 
+class GenerationError(AuditUsageError):
+    """A sample could not be generated (after any retries): the message names the prompt and the cause.
+
+    It ends the run: an audit never drops or pads a sample silently.
+    """
+
+
 @dataclass(frozen=True)
 class BackendSettings:
     """What every backend factory receives: the generic options, and its own under ``options``.
@@ -89,8 +98,22 @@ class Backend(Protocol):
         ...
 
 
-def complete(backend: Backend, prompts: Sequence[P], protocol: SamplingProtocol) -> list[tuple[P, Completion]]:
+def requests_for(prompts: Sequence[P], protocol: SamplingProtocol, *, evaluation: str | None = None) -> list[Request]:
+    """Every prompt ``protocol.num_samples`` times, a prompt's samples adjacent.
+
+    With ``evaluation``, a prompt that has an ``id`` gets the request id
+    ``<evaluation>/<id>``: the name a completions file or a batch job knows it by.
+    """
+    def prompt_id(prompt) -> str | None:
+        own = getattr(prompt, "id", None)
+        return f"{evaluation}/{own}" if evaluation and own else None
+
+    return [Request(p.text, i, prompt_id(p)) for p in prompts for i in range(protocol.num_samples)]
+
+
+def complete(backend: Backend, prompts: Sequence[P], protocol: SamplingProtocol,
+             *, evaluation: str | None = None) -> list[tuple[P, Completion]]:
     """Every prompt completed ``protocol.num_samples`` times: ``(prompt, completion)`` pairs, prompts in order."""
-    requests = [Request(p.text, i) for p in prompts for i in range(protocol.num_samples)]
+    requests = requests_for(prompts, protocol, evaluation=evaluation)
     prompt_of = [p for p in prompts for _ in range(protocol.num_samples)]
     return list(zip(prompt_of, backend.generate(requests, protocol), strict=True))

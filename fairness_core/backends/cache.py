@@ -156,6 +156,11 @@ class CachedBackend:
             self.misses += 1
             return completions
 
+    @property
+    def usage(self) -> dict:
+        """The wrapped backend's request and token counts (an HTTP client's), for the provenance."""
+        return dict(getattr(self.inner, "usage", {}))
+
     def summary_lines(self) -> list[str]:
         """What the run's terminal summary should say about the cache: each rejected or unstored entry, once."""
         lines = []

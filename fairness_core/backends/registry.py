@@ -11,7 +11,7 @@ command-line options, which the plugin adds under the audit's option group.
 >>> backend_entry("hff")
 Traceback (most recent call last):
 ...
-fairness_core.backends.registry.UnknownBackendError: Unknown backend 'hff'. Did you mean 'hf'? Available: hf
+fairness_core.backends.registry.UnknownBackendError: Unknown backend 'hff'. Did you mean 'hf'? Available: hf, jsonl, openai, vllm
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ import difflib
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from fairness_core.backends import options as o
 from fairness_core.backends.base import Backend, BackendSettings
 from fairness_core.errors import AuditUsageError
 
@@ -63,6 +65,33 @@ class BackendEntry:
 BACKENDS: dict[str, BackendEntry] = {
     "hf": BackendEntry("fairness_core.backends.hf:create_backend",
                        "Hugging Face transformers in this process (CPU or GPU); demo names too"),
+    "openai": BackendEntry(
+        "fairness_core.backends.openai:create_backend",
+        "an OpenAI-compatible /v1/completions server (vLLM, llama.cpp, TGI, transformers serve); --model is the "
+        "served name; the API key is read from $JA_FAIRNESS_AUDIT_API_KEY or $OPENAI_API_KEY",
+        (BackendOption("--base-url", "the server's API root", o.base_url, "http://127.0.0.1:8000/v1"),
+         BackendOption("--concurrency", "requests in flight at once", o.positive_int, 8),
+         BackendOption("--request-timeout", "seconds one request may take before it is retried",
+                       o.positive_seconds, 60.0),
+         BackendOption("--deadline", "seconds all of a run's requests may take (default: no limit); "
+                       "what is done is kept for the rerun", o.positive_seconds, None),
+         BackendOption("--max-retries", "retries of a request after a connection error, 408, 429 or 5xx",
+                       o.nonnegative_int, 5),
+         BackendOption("--request-format", "auto (probe the server), openai (sampling fields at the top level) "
+                       "or transformers (in a generation_config field, for transformers serve)",
+                       o.one_of("auto", "openai", "transformers"), "auto"),
+         BackendOption("--journal-dir", "where finished samples are journalled so that an interrupted run "
+                       "resumes (default: <cache>/journals)", Path, None))),
+    "jsonl": BackendEntry(
+        "fairness_core.backends.jsonl:create_backend",
+        "completions generated elsewhere (ja-fairness-audit generate, OpenAI Batch output), read from JSONL",
+        (BackendOption("--completions", "a JSONL file, a folder of shards or a glob; several, comma-separated"),),
+        needs_model=False),
+    "vllm": BackendEntry(
+        "fairness_core.backends.vllm:create_backend",
+        "vLLM in this process, for GPUs (pip install 'ja-fairness-audit[vllm]')",
+        (BackendOption("--tensor-parallel-size", "GPUs that one copy of the model is split over",
+                       o.positive_int, 1),)),
 }
 
 

@@ -1,0 +1,380 @@
+"""Completions from any OpenAI-compatible ``/v1/completions`` server (vLLM, llama.cpp, TGI, ``transformers serve``).
+
+Audit a model where it is served.  Every request carries one prompt, ``n=1``
+and its own seed, ``request_seed(run seed, prompt, sample index)``: several
+servers ignore ``n``, and one seed for a list of prompts would give every
+prompt the same noise.  Every sampling parameter is sent explicitly, because
+servers have their own defaults (llama.cpp's server adds ``min_p`` 0.05 and
+``repeat_penalty`` 1.1 unless told otherwise).  Two request formats:
+
+* ``openai``: the parameters as top-level fields, plus the neutral values of
+  the servers' own extras (:data:`NEUTRAL_FIELDS`).  vLLM and llama.cpp's
+  server read them; servers ignore the fields they do not know.
+* ``transformers``: ``transformers serve`` rejects any field outside the
+  OpenAI schema (a plain ``top_k`` is a 422) and takes the sampling parameters
+  as a JSON ``generation_config`` string instead.
+
+``--request-format=auto`` (the default) sends one probe request in the
+``openai`` format when the backend is created and switches to
+``transformers`` when the server answers with a 4xx that names one of the
+fields; the format chosen is part of the cache key.  ``transformers serve``
+reseeds one process-wide generator per request, so its completions repeat
+only at ``--concurrency=1`` (the description says so otherwise); vLLM and
+llama.cpp seed each request's own generator.
+
+The client is ``httpx`` on ``asyncio``: one thread keeps ``--concurrency``
+requests in flight over pooled keep-alive connections at a small CPU cost
+(``benchmarks/bench_http.py``), with per-request timeouts, and its exception
+hierarchy (``TransportError`` for refused connections, timeouts and cut
+bodies) maps directly onto "retry or not".  Retries (exponential backoff with
+full jitter, or the server's ``Retry-After``) happen only on connection
+errors, unreadable bodies, 408, 429 and 5xx; any other 4xx ends the run at
+once with the server's message.
+
+An interrupted run resumes: each completion is appended to a journal (one JSON
+line, keyed by the fingerprint and protocol, :class:`Journal`) as soon as it
+arrives, and the next run asks the server only for the samples the journal
+lacks.  The whole-call generation cache (``cache.py``) still wraps this backend.
+
+The API key is read from ``$JA_FAIRNESS_AUDIT_API_KEY`` (or
+``$OPENAI_API_KEY``) and only ever sent in the ``Authorization`` header: it is
+in no description, fingerprint, journal or report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import hashlib
+import json
+import os
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from fairness_core.backends.base import BackendSettings, Completion, GenerationError, Request, request_seed
+from fairness_core.backends.cache import default_cache_dir
+from fairness_core.errors import AuditUsageError
+from fairness_core.thresholds import SamplingProtocol
+
+API_KEY_VARIABLES = ("JA_FAIRNESS_AUDIT_API_KEY", "OPENAI_API_KEY")
+REQUEST_FORMATS = ("auto", "openai", "transformers")
+#: Part of the cache key: bumped whenever a change to the requests sent can change a completion.
+CLIENT_REVISION = "1"
+#: The servers' own sampling extras, set to the values that switch them off, sent with every ``openai``-format
+#: request: llama.cpp (min_p, repeat_penalty, typical_p, mirostat, dry_multiplier, xtc_probability),
+#: vLLM and TGI (repetition_penalty, min_p), OpenAI (presence_penalty, frequency_penalty).
+NEUTRAL_FIELDS: Mapping[str, float | int] = {
+    "min_p": 0.0, "repeat_penalty": 1.0, "repetition_penalty": 1.0, "presence_penalty": 0.0,
+    "frequency_penalty": 0.0, "typical_p": 1.0, "mirostat": 0, "dry_multiplier": 0.0, "xtc_probability": 0.0,
+}
+FINISH_REASONS = ("stop", "length")
+#: ``transformers serve`` seeds one process-wide torch generator per request, so requests in flight together
+#: draw from each other's streams: measured, 60 of 60 completions repeat at concurrency 1, 0-2 of 60 at 4 or 16.
+TRANSFORMERS_SERVE_SEEDING = ("no: transformers serve shares one random generator between the requests in flight; "
+                              "completions repeat only at --concurrency=1")
+BACKOFF_BASE_S = 0.5
+BACKOFF_MAX_S = 30.0
+
+
+class ServerError(AuditUsageError):
+    """The server cannot be used as asked (unreachable, model not served, request rejected): the message says why."""
+
+
+def request_body(model: str, prompt: str, seed: int, protocol: SamplingProtocol, request_format: str) -> dict[str, Any]:
+    """The JSON body of one completion request in ``request_format`` (``openai`` or ``transformers``).
+
+    Greedy decoding (``do_sample: false``) is ``temperature`` 0 in the ``openai``
+    format (vLLM and llama.cpp read it so) and ``do_sample: false`` in a
+    ``generation_config``.
+
+    >>> body = request_body("m", "母は", 7, SamplingProtocol(), "openai")
+    >>> body["top_k"], body["min_p"], body["n"], body["seed"]
+    (50, 0.0, 1, 7)
+    >>> json.loads(request_body("m", "母は", 7, SamplingProtocol(), "transformers")["generation_config"])["top_k"]
+    50
+    """
+    body: dict[str, Any] = {"model": model, "prompt": prompt, "n": 1, "seed": seed, "stream": False,
+                            "max_tokens": protocol.max_new_tokens}
+    if request_format == "transformers":
+        body["generation_config"] = json.dumps({
+            "do_sample": protocol.do_sample, "temperature": protocol.temperature, "top_k": protocol.top_k,
+            "top_p": protocol.top_p, "repetition_penalty": 1.0, "max_new_tokens": protocol.max_new_tokens,
+        })
+        return body
+    sampled = protocol.do_sample
+    return {**body, "temperature": protocol.temperature if sampled else 0.0,
+            "top_p": protocol.top_p if sampled else 1.0, "top_k": protocol.top_k if sampled else 0,
+            **NEUTRAL_FIELDS}
+
+
+def server_message(response: httpx.Response) -> str:
+    """The error message a server put in its body (OpenAI, FastAPI and llama.cpp shapes), else the raw text."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:500] or "(empty body)"
+    if isinstance(body, dict):
+        error = body.get("error", body.get("detail", body.get("message")))
+        if isinstance(error, dict):
+            error = error.get("message", error)
+        if error is not None:
+            return str(error)[:500]
+    return json.dumps(body, ensure_ascii=False)[:500]
+
+
+def retry_after_seconds(response: httpx.Response) -> float | None:
+    """``Retry-After`` as seconds to wait (a number of seconds or an HTTP date), ``None`` when absent or unreadable."""
+    value = response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+class Journal:
+    """Completions appended one JSON line each as they arrive, so that an interrupted run can resume.
+
+    Keyed by (prompt, sample index) within a file named by the hash of the
+    backend fingerprint (which holds the run seed) and the protocol, so a line
+    is only ever read back for the very request that produced it.  A line cut
+    short by a crash is skipped and that sample is asked for again.
+    """
+
+    def __init__(self, folder: Path, fingerprint: Mapping[str, str], protocol: SamplingProtocol):
+        key = hashlib.sha256(json.dumps({"fingerprint": dict(fingerprint), "protocol": protocol.model_dump()},
+                                        sort_keys=True).encode()).hexdigest()
+        self.path = Path(folder) / f"{key}.jsonl"
+
+    def read(self) -> dict[tuple[str, int], Completion]:
+        done: dict[tuple[str, int], Completion] = {}
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return done
+        for line in lines:
+            try:
+                row = json.loads(line)
+                done[row["prompt"], row["sample_index"]] = Completion(row["text"], row["num_tokens"], row["finish_reason"])
+            except (ValueError, KeyError, TypeError):
+                continue
+        return done
+
+    def open(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        return self.path.open("a", encoding="utf-8")
+
+    @staticmethod
+    def append(file, request: Request, seed: int, completion: Completion) -> None:
+        """One line per completion, written and flushed in one go (a crash loses at most this line)."""
+        row = {"prompt": request.prompt, "sample_index": request.sample_index, "seed": seed, **asdict(completion)}
+        file.write(json.dumps(row, ensure_ascii=False) + "\n")
+        file.flush()
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    base_url: str
+    model: str
+    seed: int = 0
+    concurrency: int = 8
+    request_timeout: float = 60.0
+    deadline: float | None = None
+    max_retries: int = 5
+    request_format: str = "auto"
+    journal_dir: Path | None = None
+
+
+class OpenAIBackend:
+    """Seeded completions from an OpenAI-compatible server; see the module docstring.
+
+    ``usage`` counts requests sent, retries, samples resumed from the journal
+    and tokens, for the report's provenance.
+    """
+
+    def __init__(self, settings: ClientSettings, *, api_key: str | None = None):
+        self.settings = settings
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._jitter = random.Random()
+        self.usage = {"requests": 0, "retries": 0, "resumed": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        model_root, self.system_fingerprint, self.request_format = asyncio.run(self._connect())
+        self.description = {"backend": "openai", "model": settings.model, "base_url": settings.base_url,
+                            "request_format": self.request_format}
+        if self.request_format == "transformers" and settings.concurrency > 1:
+            self.description["reproducible"] = TRANSFORMERS_SERVE_SEEDING
+        self.fingerprint = {
+            "backend": "openai", "base_url": settings.base_url, "model": settings.model, "model_root": model_root,
+            "system_fingerprint": self.system_fingerprint or "(none sent)", "request_format": self.request_format,
+            "neutral_fields": json.dumps(dict(NEUTRAL_FIELDS), sort_keys=True) if self.request_format == "openai" else "",
+            "seed": str(settings.seed), "client": CLIENT_REVISION,
+        }
+
+    def _client(self) -> httpx.AsyncClient:
+        limits = httpx.Limits(max_connections=self.settings.concurrency,
+                              max_keepalive_connections=self.settings.concurrency)
+        return httpx.AsyncClient(base_url=self.settings.base_url, headers=self._headers, limits=limits,
+                                 timeout=self.settings.request_timeout)
+
+    async def _connect(self) -> tuple[str, str | None, str]:
+        """Check that ``GET /models`` lists the model; its ``root`` (vLLM: the weights' path or hub id),
+        the server's system fingerprint and the request format to use."""
+        s = self.settings
+        async with self._client() as client:
+            try:
+                response = await client.get("/models")
+            except httpx.TransportError as err:
+                raise ServerError(f"--base-url={s.base_url}: cannot reach the server ({type(err).__name__}: {err}).") from None
+            if response.status_code != 200:
+                raise ServerError(f"--base-url={s.base_url}: GET /models answered HTTP {response.status_code}: "
+                                  f"{server_message(response)}")
+            try:
+                served = {entry["id"]: entry for entry in response.json()["data"]}
+            except (ValueError, KeyError, TypeError):
+                raise ServerError(f"--base-url={s.base_url}: GET /models did not answer an OpenAI model list "
+                                  f"({{\"data\": [{{\"id\": ...}}]}}): {response.text[:200]!r}") from None
+            if s.model not in served:
+                raise ServerError(f"--model={s.model} is not served at {s.base_url}; it serves: "
+                                  f"{', '.join(map(str, served)) or '(nothing)'}")
+            model_root = str(served[s.model].get("root", s.model))
+            probe = Request("こんにちは")
+            formats = ["openai", "transformers"] if s.request_format == "auto" else [s.request_format]
+            for request_format in formats:
+                body = request_body(s.model, probe.prompt, 0, SamplingProtocol(max_new_tokens=1), request_format)
+                try:
+                    response = await self._post(client, body, probe)
+                except GenerationError as err:
+                    raise ServerError(f"--base-url={s.base_url}: the server lists the model but its first completion "
+                                      f"request failed: {err}") from None
+                if response.status_code == 200:
+                    return model_root, response.json().get("system_fingerprint"), request_format
+                message = server_message(response)
+                if not any(field in message for field in ("top_k", *NEUTRAL_FIELDS)):
+                    break
+            raise ServerError(f"{s.base_url} rejects the completion request (HTTP {response.status_code}): {message}. "
+                              f"Request formats tried: {', '.join(formats[:formats.index(request_format) + 1])}; "
+                              "the audit needs a server that takes top_k, top_p, temperature and seed.")
+
+    async def _post(self, client: httpx.AsyncClient, body: dict, request: Request) -> httpx.Response:
+        """POST ``/completions``, retrying transient failures; the final response (2xx or a 4xx to report)."""
+        attempt = 0
+        while True:
+            wait = None
+            try:
+                self.usage["requests"] += 1
+                response = await client.post("/completions", json=body)
+                if response.status_code == 200:
+                    response.json()  # a cut or garbled body is a transient failure, like a dropped connection
+                    return response
+                problem = f"HTTP {response.status_code}: {server_message(response)}"
+                if response.status_code not in (408, 429) and response.status_code < 500:
+                    return response
+                wait = retry_after_seconds(response)
+            except (httpx.TransportError, ValueError) as err:
+                problem = f"{type(err).__name__}: {err}"
+            if attempt == self.settings.max_retries:
+                raise GenerationError(
+                    f"The sample {request.sample_index} of the prompt {request.prompt!r}"
+                    f"{f' ({request.prompt_id})' if request.prompt_id else ''} failed after "
+                    f"{attempt + 1} attempts at {self.settings.base_url}; last error: {problem}")
+            self.usage["retries"] += 1
+            await asyncio.sleep(wait if wait is not None else self._backoff(attempt))
+            attempt += 1
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with full jitter, so that many clients do not retry in lockstep."""
+        return self._jitter.uniform(0, min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** attempt))
+
+    async def _complete(self, client: httpx.AsyncClient, request: Request, seed: int,
+                        protocol: SamplingProtocol) -> Completion:
+        body = request_body(self.settings.model, request.prompt, seed, protocol, self.request_format)
+        response = await self._post(client, body, request)
+        where = f"the sample {request.sample_index} of the prompt {request.prompt!r}"
+        if response.status_code != 200:
+            raise ServerError(f"{self.settings.base_url} rejected {where} (HTTP {response.status_code}): "
+                              f"{server_message(response)}")
+        answer = response.json()
+        choices = answer.get("choices") or []
+        if len(choices) != 1:
+            raise GenerationError(f"The server returned {len(choices)} choices for {where}; exactly 1 was asked for (n=1).")
+        choice = choices[0]
+        if choice.get("finish_reason") not in FINISH_REASONS or not isinstance(choice.get("text"), str):
+            raise GenerationError(f"The server ended {where} with finish_reason={choice.get('finish_reason')!r}; "
+                                  f"allowed: {', '.join(FINISH_REASONS)}.")
+        usage = answer.get("usage") or {}
+        num_tokens = usage.get("completion_tokens")
+        if num_tokens is not None and num_tokens > protocol.max_new_tokens:
+            raise GenerationError(f"The server generated {num_tokens} tokens for {where}; max_tokens was "
+                                  f"{protocol.max_new_tokens}: it does not honour the protocol.")
+        self.usage["prompt_tokens"] += usage.get("prompt_tokens", 0)
+        self.usage["completion_tokens"] += num_tokens or 0
+        return Completion(choice["text"], -1 if num_tokens is None else num_tokens, choice["finish_reason"])
+
+    def generate(self, requests: Sequence[Request], protocol: SamplingProtocol) -> list[Completion]:
+        """One completion per request, in order; samples already in the journal are not asked for again.
+
+        ``num_tokens`` is the server's ``usage.completion_tokens``, or -1 where it sends no usage.
+        """
+        journal = Journal(self.settings.journal_dir or default_cache_dir() / "journals", self.fingerprint, protocol)
+        done = journal.read()
+        results: list[Completion | None] = [done.get((r.prompt, r.sample_index)) for r in requests]
+        pending = [i for i, completion in enumerate(results) if completion is None]
+        self.usage["resumed"] += len(requests) - len(pending)
+        if pending:
+            asyncio.run(self._generate_pending(requests, pending, results, protocol, journal))
+        return results  # type: ignore[return-value]
+
+    async def _generate_pending(self, requests, pending, results, protocol, journal: Journal) -> None:
+        started = time.monotonic()
+        queue = iter(pending)  # shared by the workers: each index is taken exactly once
+
+        async def worker(client, file):
+            for index in queue:
+                request = requests[index]
+                seed = request_seed(self.settings.seed, request.prompt, request.sample_index)
+                results[index] = await self._complete(client, request, seed, protocol)
+                journal.append(file, request, seed, results[index])
+
+        with journal.open() as file:
+            async with self._client() as client:
+                workers = [asyncio.ensure_future(worker(client, file))
+                           for _ in range(min(self.settings.concurrency, len(pending)))]
+                try:
+                    await asyncio.wait_for(asyncio.gather(*workers), timeout=self.settings.deadline)
+                except asyncio.TimeoutError:
+                    missing = sum(results[i] is None for i in pending)
+                    raise GenerationError(
+                        f"--deadline={self.settings.deadline:g} s passed after {time.monotonic() - started:.0f} s "
+                        f"with {missing} of {len(requests)} completions missing; the {len(pending) - missing} "
+                        f"received are kept in {journal.path}: run again to resume.") from None
+                finally:
+                    for task in workers:
+                        task.cancel()
+                    await asyncio.gather(*workers, return_exceptions=True)
+
+
+def api_key_from_environment() -> str | None:
+    """The first of :data:`API_KEY_VARIABLES` that is set (the key is never an option, so never in a log)."""
+    return next((os.environ[name] for name in API_KEY_VARIABLES if os.environ.get(name)), None)
+
+
+def create_backend(settings: BackendSettings) -> OpenAIBackend:
+    """The registry's factory: ``--base-url`` etc. arrive in ``settings.options``."""
+    o = settings.options
+    return OpenAIBackend(ClientSettings(
+        base_url=o["base_url"], model=settings.model, seed=settings.seed, concurrency=o["concurrency"],
+        request_timeout=o["request_timeout"], deadline=o["deadline"], max_retries=o["max_retries"],
+        request_format=o["request_format"], journal_dir=o["journal_dir"],
+    ), api_key=api_key_from_environment())

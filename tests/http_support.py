@@ -1,0 +1,198 @@
+"""A small, real OpenAI-style completion server for the HTTP client's fault tests (stdlib only).
+
+It listens on 127.0.0.1 only.  ``POST /v1/completions`` answers ``<seed>`` as
+the completion text, so a test can tell which seed each sample was drawn
+with, and records every request body and its headers.  Before answering
+normally it works through ``faults``, one per request, in order:
+
+* ``"slow"``: sleep ``slow_s`` seconds before answering (the client's timeout fires first);
+* ``"429"``: 429 with ``Retry-After: 1``; ``"500"``: 500; ``"400"``: 400 with a message;
+* ``"truncated"``: a 200 whose body stops half way, then the connection closes;
+* ``"two_choices"``, ``"bad_finish"``, ``"too_long"``: a 200 that breaks the protocol.
+
+Run as a script (``python http_support.py PORT [CRASH_AFTER]``) it serves in
+the foreground and, with ``CRASH_AFTER``, exits abruptly after that many
+completions: the "server killed mid-run" test starts it as a subprocess.
+
+:func:`transformers_serve` starts the real server the known-answer test and
+``benchmarks/bench_http.py`` use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+MODEL = "scripted-model"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class ServerStartError(RuntimeError):
+    pass
+
+
+@contextmanager
+def transformers_serve(model: str, log: Path, *, startup_s: float = 120):
+    """``transformers serve MODEL`` on 127.0.0.1 and a free port, offline; yields its base URL, then stops it by pid.
+
+    ``OMP_NUM_THREADS=1`` keeps the server from fighting its clients for the
+    cores (15x faster with the tests on 2 shared cores).
+    """
+    port = free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    with log.open("w") as output:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "transformers.cli.transformers", "serve", model, "--host", "127.0.0.1",
+             "--port", str(port), "--device", "cpu"], stdout=output, stderr=subprocess.STDOUT, env=env)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + startup_s
+        while not _answers(f"{base_url}/models"):
+            if server.poll() is not None:
+                raise ServerStartError(f"transformers serve exited with {server.returncode} (is transformers[serving] "
+                                       f"installed? pip install -e '.[test]'):\n{log.read_text()[-2000:]}")
+            if time.monotonic() > deadline:
+                raise ServerStartError(f"transformers serve did not answer within {startup_s} s:\n{log.read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield base_url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def completion_body(text: str, *, choices: int = 1, finish_reason: str = "length", completion_tokens: int = 1) -> bytes:
+    return json.dumps({
+        "id": "cmpl-1", "object": "text_completion", "model": MODEL,
+        "choices": [{"index": i, "text": text, "finish_reason": finish_reason} for i in range(choices)],
+        "usage": {"prompt_tokens": 2, "completion_tokens": completion_tokens, "total_tokens": 2 + completion_tokens},
+    }).encode()
+
+
+class ScriptedServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, port: int = 0, *, faults=(), slow_s: float = 2.0, crash_after: int | None = None):
+        super().__init__(("127.0.0.1", port), Handler)
+        self.faults = list(faults)
+        self.slow_s = slow_s
+        self.crash_after = crash_after
+        self.bodies: list[dict] = []
+        self.headers_seen: list[dict] = []
+        self.completed = 0
+        self.lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def next_fault(self) -> str | None:
+        with self.lock:
+            return self.faults.pop(0) if self.faults else None
+
+    def __enter__(self):
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+        self.server_close()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as real servers
+    server: ScriptedServer
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, status: int, body: bytes, headers: dict | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == "/v1/models":
+            self._send(200, json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]}).encode())
+        else:
+            self._send(404, b'{"error": "not found"}')
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with self.server.lock:
+            self.server.bodies.append(body)
+            self.server.headers_seen.append(dict(self.headers))
+        fault = self.server.next_fault()
+        text = f"<{body['seed']}>"
+        try:
+            if fault == "slow":
+                time.sleep(self.server.slow_s)
+            if fault == "429":
+                self._send(429, b'{"error": {"message": "rate limited"}}', {"Retry-After": "1"})
+            elif fault == "500":
+                self._send(500, b'{"error": {"message": "internal error"}}')
+            elif fault == "400":
+                self._send(400, b'{"error": {"message": "max_tokens must be at most 8"}}')
+            elif fault == "truncated":
+                self.send_response(200)
+                self.send_header("Content-Length", "400")
+                self.end_headers()
+                self.wfile.write(completion_body(text)[:20])
+                self.close_connection = True
+            elif fault == "two_choices":
+                self._send(200, completion_body(text, choices=2))
+            elif fault == "bad_finish":
+                self._send(200, completion_body(text, finish_reason="content_filter"))
+            elif fault == "too_long":
+                self._send(200, completion_body(text, completion_tokens=body["max_tokens"] + 1))
+            else:
+                self._send(200, completion_body(text))
+                self._count_completion()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up on a slow answer: that is the point of the test
+
+    def _count_completion(self) -> None:
+        with self.server.lock:
+            self.server.completed += 1
+            crash = self.server.crash_after is not None and self.server.completed >= self.server.crash_after
+        if crash:
+            self.wfile.flush()
+            os._exit(1)  # a crash, not a shutdown: in-flight requests see their connections reset
+
+
+if __name__ == "__main__":
+    port, crash_after = int(sys.argv[1]), (int(sys.argv[2]) if len(sys.argv) > 2 else None)
+    with ScriptedServer(port, crash_after=crash_after) as server:
+        print("ready", flush=True)
+        threading.Event().wait()
