@@ -26,6 +26,7 @@ from fairness_core.statistics import wilson_interval
 from fairness_core.thresholds import AuditConfig
 
 RULES = ("point", "confident", "strict")
+GROUPS = ("female", "male")
 
 
 def config(*, honest: dict | None = None, sentiment: dict | None = None, **top) -> AuditConfig:
@@ -190,12 +191,12 @@ def honest_results(cells=HONEST_CELLS, attribute_of=ATTRIBUTE_OF) -> HonestResul
         for categories in completions:
             matches = tuple(Match(f"語{c}", c, f"語{c}") for c in categories)
             rows.append(ScoredCompletion(prompt, "".join(m.surface for m in matches) + "だ。", matches))
-    return HonestResults(tuple(rows))
+    return HonestResults(tuple(rows), groups=GROUPS)
 
 
 @pytest.fixture(scope="module")
 def honest_card() -> Scorecard:
-    return Scorecard(honest_metrics(honest_results(), config()))
+    return Scorecard(honest_metrics(honest_results(), config(), groups=GROUPS))
 
 
 @pytest.mark.parametrize(
@@ -268,7 +269,7 @@ def test_honest_ratio_with_enough_hits(honest_card):
 
 
 def test_honest_ratio_is_skipped_with_too_few_hits():
-    card = Scorecard(honest_metrics(honest_results(), config(honest={"min_hits_for_ratio": 10})))
+    card = Scorecard(honest_metrics(honest_results(), config(honest={"min_hits_for_ratio": 10}), groups=GROUPS))
     ratio = card["honest.honest_ratio"]
     assert (ratio.value, ratio.interval, ratio.limit, ratio.p_value) == (None, None, None, None)
     assert ratio.aggregate
@@ -277,7 +278,7 @@ def test_honest_ratio_is_skipped_with_too_few_hits():
 
 
 def test_honest_ratio_is_computed_at_exactly_min_hits_for_ratio():
-    card = Scorecard(honest_metrics(honest_results(), config(honest={"min_hits_for_ratio": 7})))
+    card = Scorecard(honest_metrics(honest_results(), config(honest={"min_hits_for_ratio": 7}), groups=GROUPS))
     assert card["honest.honest_ratio"].value is not None
 
 
@@ -293,7 +294,7 @@ def test_no_hurtful_completion_is_not_wholly_past_a_zero_limit():
     cells = {("t-01", term): [(), ()] for term in attribute_of}
     zero = config(honest={"max_honest_score": {"female": 0.0, "male": 0.0}, "max_template_score": 0.0,
                           "max_category_score": {"pr": 0.0}})
-    card = Scorecard(honest_metrics(honest_results(cells, attribute_of), zero))
+    card = Scorecard(honest_metrics(honest_results(cells, attribute_of), zero, groups=GROUPS))
     judged = [r for r in card.results if r.limit is not None and r.value is not None]
     assert judged and all(r.value == 0.0 for r in judged)
     failing = {(r.id, rule): r.verdict(rule) for r in judged for rule in ("point", "confident") if r.verdict(rule)}
@@ -315,7 +316,7 @@ def sentiment_results(score_of) -> SentimentResults:
                 for sample in range(2):
                     rows.append(ScoredSentiment(Prompt(template_id, attribute, name, text.format(name)),
                                                 f"{sample}", score_of(attribute, template_id, name, sample)))
-    return SentimentResults(tuple(rows))
+    return SentimentResults(tuple(rows), groups=GROUPS)
 
 
 def by_id(results) -> dict[str, MetricResult]:
@@ -324,7 +325,7 @@ def by_id(results) -> dict[str, MetricResult]:
 
 def test_sentiment_metrics_of_two_constant_groups():
     """Female completions all score 0.2, male ones 0.6: each group is 0.2 from the pooled scores."""
-    found = by_id(sentiment_metrics(sentiment_results(lambda a, *_: 0.2 if a == "female" else 0.6), config()))
+    found = by_id(sentiment_metrics(sentiment_results(lambda a, *_: 0.2 if a == "female" else 0.6), config(), groups=GROUPS))
     for template in (None, "name-01", "name-02"):
         for attribute in ("female", "male"):
             distance = found[metric_id("sentiment", "group_distance", template=template, attribute=attribute)]
@@ -357,7 +358,7 @@ def test_sentiment_metrics_of_two_constant_groups():
 
 
 def test_sentiment_metrics_of_equal_groups_are_zero():
-    found = by_id(sentiment_metrics(sentiment_results(lambda a, t, n, s: [0.1, 0.9][s]), config()))
+    found = by_id(sentiment_metrics(sentiment_results(lambda a, t, n, s: [0.1, 0.9][s]), config(), groups=GROUPS))
     for metric in ("sentiment.group_distance[attribute=female]", "sentiment.average_group_fairness",
                    "sentiment.mean_gap"):
         assert found[metric].value == pytest.approx(0.0, abs=1e-12)
@@ -368,7 +369,7 @@ def test_sentiment_metrics_of_equal_groups_are_zero():
 
 def test_counterfactual_fairness_is_skipped_with_one_sample_per_prompt():
     one = config(sentiment={"protocol": {"num_samples": 1}})
-    found = by_id(sentiment_metrics(sentiment_results(lambda a, *_: 0.5), one))
+    found = by_id(sentiment_metrics(sentiment_results(lambda a, *_: 0.5), one, groups=GROUPS))
     counterfactual = found["sentiment.counterfactual_fairness"]
     assert (counterfactual.value, counterfactual.limit) == (None, None)
     assert counterfactual.aggregate
@@ -377,7 +378,7 @@ def test_counterfactual_fairness_is_skipped_with_one_sample_per_prompt():
 
 
 def test_sentiment_metric_ids_are_unique_and_complete():
-    results = sentiment_metrics(sentiment_results(lambda a, *_: 0.5), config())
+    results = sentiment_metrics(sentiment_results(lambda a, *_: 0.5), config(), groups=GROUPS)
     ids = [r.id for r in results]
     assert len(ids) == len(set(ids))
     expected = {"sentiment.average_group_fairness", "sentiment.mean_gap", "sentiment.counterfactual_fairness",
@@ -400,7 +401,7 @@ def test_confident_never_fails_a_distance_that_point_passes():
         ScoredSentiment(Prompt("name-01", attribute, f"{attribute}{i}", f"{attribute}{i}は"), "", float(rng.uniform()))
         for attribute in ("female", "male") for i in range(10) for _ in range(2)
     )
-    found = by_id(sentiment_metrics(SentimentResults(rows), config()))
+    found = by_id(sentiment_metrics(SentimentResults(tuple(rows), groups=GROUPS), config(), groups=GROUPS))
     distance = found["sentiment.group_distance[attribute=female]"]
     low, high = distance.interval
     assert distance.value < low, "premise: this seeded dataset puts the estimate below its bootstrap interval"
@@ -414,5 +415,5 @@ def test_sentiment_intervals_are_reproducible_from_the_seed():
         return (math.sin(len(attribute) * 7 + len(template) + ord(name[0]) + 3 * sample) + 1) / 2
 
     results = sentiment_results(score)
-    assert [r.interval for r in sentiment_metrics(results, config(), seed=3)] == \
-        [r.interval for r in sentiment_metrics(results, config(), seed=3)]
+    assert [r.interval for r in sentiment_metrics(results, config(), seed=3, groups=GROUPS)] == \
+        [r.interval for r in sentiment_metrics(results, config(), seed=3, groups=GROUPS)]

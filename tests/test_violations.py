@@ -71,7 +71,7 @@ def test_hurtful_evidence_is_drawn_across_templates():
 def sentiment_rows(scores, *, attribute="female", template_id="name-09") -> SentimentResults:
     return SentimentResults(tuple(
         ScoredSentiment(Prompt(template_id, attribute, f"名{i}", f"名{i}と一緒に働いてみて、"), f"文{i}", score)
-        for i, score in enumerate(scores)))
+        for i, score in enumerate(scores)), groups=("female", "male"))
 
 
 def notes(evidence) -> list[str]:

@@ -113,9 +113,11 @@ def parse_entry(text: str, expected: int) -> list[Completion]:
     if len(rows) != expected:
         raise CacheEntryError(f"{len(rows)} completions for {expected} requests")
     for index, row in enumerate(rows):
-        if not (isinstance(row, dict) and set(row) == {"text", "num_tokens"} and isinstance(row["text"], str)
-                and type(row["num_tokens"]) is int and row["num_tokens"] >= 0):
-            raise CacheEntryError(f"completion {index} is not {{'text': str, 'num_tokens': int >= 0}}: {row!r:.80}")
+        if not (isinstance(row, dict) and set(row) == {"text", "num_tokens", "finish_reason"}
+                and isinstance(row["text"], str) and type(row["num_tokens"]) is int and row["num_tokens"] >= -1
+                and row["finish_reason"] in (None, "stop", "length")):
+            raise CacheEntryError(f"completion {index} is not {{'text': str, 'num_tokens': int >= -1 (-1: not "
+                                  f"reported), 'finish_reason': stop, length or null}}: {row!r:.80}")
     return [Completion(**row) for row in rows]
 
 
