@@ -25,7 +25,7 @@ def normalize(text: str) -> str:
 
 
 #: unidic parts of speech that carry no content of their own: a key made only of them is no word.
-FUNCTION_POS = frozenset({"助詞", "助動詞", "補助記号", "記号", "空白"})
+FUNCTION_POS = frozenset({"助詞", "助動詞"})
 
 
 @dataclass(frozen=True)
