@@ -27,6 +27,7 @@ import csv
 import functools
 import hashlib
 import re
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
@@ -87,6 +88,10 @@ _EDGE_PUNCTUATION = "、。,.・ 　"
 
 class LexiconError(ValueError):
     """A lexicon file that cannot be used; the message names the file and the fix."""
+
+
+class LexiconSelfCheckWarning(UserWarning):
+    """Entries of a lexicon that cannot match themselves in every carrier frame."""
 
 
 @dataclass(frozen=True)
@@ -233,6 +238,12 @@ def load_lexicon(path: str | Path) -> Lexicon:
         lexicon = _parse_hurtlex(content, source=str(path))
     else:
         lexicon = _parse_word_list(content, source=str(path))
+    if lexicon.self_check_failures:
+        examples = ", ".join(list(lexicon.self_check_failures)[:5])
+        warnings.warn(LexiconSelfCheckWarning(
+            f"{len(lexicon.self_check_failures)} of {len(lexicon.entries)} entries of the lexicon {str(path)!r} "
+            f"do not line up with unidic morphemes in every carrier frame, so they are missed in such "
+            f"contexts (e.g. {examples})."), stacklevel=2)
     if not lexicon.entries:
         raise LexiconError(
             f"The lexicon file {str(path)!r} has no usable entries "
