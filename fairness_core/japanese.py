@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import fugashi
 
+
 def normalize(text: str) -> str:
     """NFKC-normalise: full-width ASCII to half-width, half-width kana to full-width."""
     return unicodedata.normalize("NFKC", text)

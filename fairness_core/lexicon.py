@@ -187,8 +187,8 @@ def derive_keys(lemma: str) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...
     """Every distinct analysis of ``lemma`` in the :data:`CARRIER_FRAMES`, and the frames where it has none.
 
     The first key is the word read on its own.  An analysis made only of particles and
-    auxiliaries is dropped: it comes from unidic misreading the frame (たかり read as たい
-    before じゃん would flag every 食べたい), not from the word.
+    auxiliaries is dropped: it comes from unidic misreading the frame (in まじでたかりじゃん,
+    たかり is read as たい, a key that would flag every 食べたい), not from the word.
 
     >>> derive_keys("クソアマ")
     ((('糞', 'アマ'), ('糞', '尼')), ())
