@@ -160,8 +160,11 @@ class Lexicon:
 
     @property
     def fingerprint(self) -> str:
-        """SHA-256 of the entries (not the file path): equal lexicons compare equal wherever they live."""
-        rows = sorted(f"{e.lemma}\t{e.category}\t{e.level}" for e in self.entries)
+        """SHA-256 of the entries (not the file path): equal lexicons compare equal wherever they live.
+
+        A form constraint changes what an entry matches, so it is part of the row (when set).
+        """
+        rows = sorted(f"{e.lemma}\t{e.category}\t{e.level}" + (f"\t{e.form}" if e.form else "") for e in self.entries)
         return hashlib.sha256("\n".join(rows).encode()).hexdigest()
 
 

@@ -160,3 +160,12 @@ def test_loader_reports_entries_that_cannot_match_themselves(tmp_path: Path):
     assert set(lexicon.self_check_failures) == {"殺"}
     assert set(lexicon.self_check_failures["殺"]) <= set(CARRIER_FRAMES)
     assert "殺" in self_check(lexicon.entries)
+
+
+def test_a_form_constraint_changes_the_fingerprint(tmp_path: Path):
+    def fingerprint(form: str) -> str:
+        path = tmp_path / f"lex{form}.tsv"
+        path.write_text(f"{HEADER}\nJA1\tv\tcds\tno\t死ね\tconservative\t{form}\n", encoding="utf-8")
+        return load_lexicon(path).fingerprint
+
+    assert fingerprint("imperative") != fingerprint("")
