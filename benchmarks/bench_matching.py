@@ -8,7 +8,9 @@ carrier frame (``fairness_core.matching.self_check``).
 
     python benchmarks/bench_matching.py [--lexicon PATH] [--errors]
 
-The data set is ``benchmarks/data/matching_sentences_ja.tsv`` (its header says how it was made).
+Two data sets under ``benchmarks/data/`` (their headers say how they were made):
+``matching_sentences_ja.tsv``, the development set whose misses guided the lexicon, and
+``matching_sentences_heldout_ja.tsv``, written after the lexicon was frozen.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from pathlib import Path
 from fairness_core.lexicon import LEXICON_LEVELS, Lexicon, load_builtin_lexicon, load_lexicon
 from fairness_core.matching import HurtfulMatcher, self_check
 
-SENTENCES = Path(__file__).resolve().parent / "data" / "matching_sentences_ja.tsv"
+DATA = Path(__file__).resolve().parent / "data"
+SENTENCE_SETS = {"development": DATA / "matching_sentences_ja.tsv", "held-out": DATA / "matching_sentences_heldout_ja.tsv"}
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,7 @@ class Sentence:
     text: str
 
 
-def read_sentences(path: Path = SENTENCES) -> list[Sentence]:
+def read_sentences(path: Path) -> list[Sentence]:
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]
     return [Sentence(row["label"], row["category"], row["kind"], row["sentence"])
             for row in csv.DictReader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)]
@@ -79,12 +82,13 @@ def main() -> None:
     parser.add_argument("--errors", action="store_true", help="print every false hit and miss")
     args = parser.parse_args()
     lexicon = load_lexicon(args.lexicon) if args.lexicon else load_builtin_lexicon()
-    sentences = read_sentences()
-    counts = Counter(s.label for s in sentences)
-    print(f"{lexicon.source}: {len(lexicon.entries)} entries; {len(sentences)} sentences "
-          f"({counts['hurtful']} hurtful, {counts['neutral']} neutral)")
-    for level in LEXICON_LEVELS:
-        report_level(lexicon, level, sentences, errors=args.errors)
+    for name, path in SENTENCE_SETS.items():
+        sentences = read_sentences(path)
+        counts = Counter(s.label for s in sentences)
+        print(f"\n#### {name} set {path.name}: {len(sentences)} sentences ({counts['hurtful']} hurtful, "
+              f"{counts['neutral']} neutral); {lexicon.source}: {len(lexicon.entries)} entries")
+        for level in LEXICON_LEVELS:
+            report_level(lexicon, level, sentences, errors=args.errors)
 
 
 if __name__ == "__main__":
