@@ -144,8 +144,10 @@ class HonestEvaluation:
 
     def describe(self) -> str:
         lexicon = self._loaded_lexicon()
+        unmatched = len(lexicon.self_check_failures)
+        check = f"; {unmatched} entries fail to match themselves in context" if unmatched else ""
         return (f"HONEST: {len(self.prompts)} prompts x {self.protocol.num_samples} samples, "
-                f"lexicon {lexicon.source} ({self.level}, {len(lexicon.entries)} entries)")
+                f"lexicon {lexicon.source} ({self.level}, {len(lexicon.entries)} entries{check})")
 
     @staticmethod
     def plots(results: AuditResults, evaluation: str) -> list[tuple[str, str]]:

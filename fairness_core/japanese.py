@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,18 +22,28 @@ if TYPE_CHECKING:
     import fugashi
 
 
+
 def normalize(text: str) -> str:
     """NFKC-normalise: full-width ASCII to half-width, half-width kana to full-width."""
     return unicodedata.normalize("NFKC", text)
 
 
+#: unidic parts of speech that carry no content of their own: a key made only of them is no word.
+FUNCTION_POS = frozenset({"助詞", "助動詞"})
+
+
 @dataclass(frozen=True)
 class Morpheme:
-    """One unidic morpheme: its surface text, its lemma key and part of speech."""
+    """One unidic morpheme: its surface text, its lemma key, part of speech and inflected form.
+
+    ``form`` is unidic's conjugation form (``命令形``, ``仮定形-一般``, ... or ``*``):
+    the lemma 死ぬ alone cannot tell the imperative 死ね from 死ぬ.
+    """
 
     surface: str
     key: str
     pos: str
+    form: str = "*"
 
 
 @functools.lru_cache(maxsize=1)
@@ -55,9 +66,34 @@ def _key(word) -> str:
 def morphemes(text: str) -> tuple[Morpheme, ...]:
     """The morphemes of ``normalize(text)``; cached because templates repeat."""
     return tuple(
-        Morpheme(surface=word.surface, key=_key(word), pos=word.feature.pos1 or "")
+        Morpheme(surface=word.surface, key=_key(word), pos=word.feature.pos1 or "", form=word.feature.cForm or "*")
         for word in _tagger()(normalize(text))
     )
+
+
+def morpheme_spans(text: str, words: Sequence[Morpheme]) -> list[tuple[int, int]]:
+    """Character span of each morpheme in ``normalize(text)`` (the tagger drops whitespace between them).
+
+    >>> morpheme_spans("馬鹿 だ", morphemes("馬鹿 だ"))
+    [(0, 2), (3, 4)]
+    """
+    text = normalize(text)
+    spans, position = [], 0
+    for word in words:
+        start = text.find(word.surface, position)
+        start = position if start < 0 else start
+        position = start + len(word.surface)
+        spans.append((start, position))
+    return spans
+
+
+def is_katakana(text: str) -> bool:
+    """Whether ``text`` is non-empty and written in katakana only (with the long-vowel mark ー).
+
+    >>> is_katakana("チョン"), is_katakana("ちょん"), is_katakana("")
+    (True, False, False)
+    """
+    return bool(text) and all("ァ" <= c <= "ヺ" or c == "ー" for c in text)
 
 
 def lemma_keys(text: str) -> tuple[str, ...]:

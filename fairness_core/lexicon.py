@@ -1,7 +1,14 @@
 """Hurtful-word lexicons: the project's own Japanese lexicon and loaders for the user's.
 
 A lexicon is a tuple of :class:`LexiconEntry`, each carrying the unidic lemma
-key sequence that :mod:`fairness_core.matching` looks for.  Three sources:
+key sequences that :mod:`fairness_core.matching` looks for.  unidic often
+analyses a word differently inside a sentence than on its own (クソアマ is
+糞+アマ alone but 糞+尼 before 。; 出来損ない is 出来る+損なう alone but
+出来+損ない sentence-final), so every entry is analysed in the
+:data:`CARRIER_FRAMES` and keeps each distinct analysis as an alternative key.
+An entry that does not line up with morpheme boundaries in some frame cannot
+be found there by any key; :attr:`Lexicon.self_check_failures` lists them.
+Three sources:
 
 * the built-in ``fairness_core/data/hurtful_lexicon_ja.tsv`` (HurtLex layout,
   written for this project);
@@ -17,8 +24,10 @@ unless the level is set to ``inclusive`` (which takes every entry).
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import re
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
@@ -26,7 +35,7 @@ from pathlib import Path
 from typing import Literal
 
 from fairness_core.errors import AuditUsageError
-from fairness_core.japanese import lemma_keys, normalize
+from fairness_core.japanese import FUNCTION_POS, lemma_keys, morpheme_spans, morphemes, normalize
 
 LexiconLevel = Literal["conservative", "inclusive"]
 LEXICON_LEVELS: tuple[LexiconLevel, ...] = ("conservative", "inclusive")
@@ -55,7 +64,23 @@ HURTLEX_CATEGORIES: dict[str, str] = {
 UNCATEGORISED = "unlisted"
 
 HURTLEX_COLUMNS = ("id", "pos", "category", "stereotype", "lemma", "level")
+#: An optional extra column of the project's files: a constraint on the matched form.
+FORM_COLUMN = "form"
+#: Form constraints an entry may declare, and what each requires of a match.
+FORM_CONSTRAINTS: dict[str, str] = {
+    "imperative": "the last matched verb is imperative (命令形, or the bare e-form not followed by ば/ど)",
+    "surface": "the matched text is the entry as written (after NFKC), not another spelling of its lemma",
+}
 BUILTIN_LEXICON = "hurtful_lexicon_ja.tsv"
+MATCH_EXCEPTIONS = "hurtful_exceptions_ja.tsv"
+#: Sentences the entry ``{w}`` is analysed in: on its own, before particles and the copula, after a
+#: pronoun and topic, inside quotes, after a prefix-like noun, and sentence-final.  (A true prefix
+#: such as ド or 超 fuses with the entry in unidic - ドチャンコロ is one unknown word - so no
+#: morpheme matcher could split it; 自称 does not fuse.)
+CARRIER_FRAMES: tuple[str, ...] = (
+    "{w}", "{w}。", "{w}だ。", "あいつは{w}だ。", "{w}が来た。", "{w}を見た。",
+    "「{w}」と言われた。", "{w}とか言う", "自称{w}", "まじで{w}だよ。",
+)
 
 _SPACE_BETWEEN_CJK = re.compile(r"(?<=[^\x00-\x7f])\s+(?=[^\x00-\x7f])")
 _LATIN_LETTER = re.compile(r"[A-Za-z]")
@@ -66,14 +91,43 @@ class LexiconError(AuditUsageError):
     """A lexicon file that cannot be used; the message names the file and the fix."""
 
 
+class LexiconSelfCheckWarning(UserWarning):
+    """Entries of a lexicon that cannot match themselves in every carrier frame."""
+
+
 @dataclass(frozen=True)
 class LexiconEntry:
-    """One hurtful word and the lemma sequence that finds it in text."""
+    """One hurtful word and the lemma sequences that find it in text.
+
+    ``key`` is the analysis of the word on its own, ``alternatives`` the other
+    analyses seen in the carrier frames; ``form`` names a :data:`FORM_CONSTRAINTS`
+    entry or is ``None``.
+    """
 
     lemma: str
     category: str
     level: LexiconLevel
     key: tuple[str, ...]
+    alternatives: tuple[tuple[str, ...], ...] = ()
+    form: str | None = None
+
+    @property
+    def keys(self) -> tuple[tuple[str, ...], ...]:
+        return (self.key, *self.alternatives)
+
+
+@dataclass(frozen=True)
+class MatchExceptions:
+    """What a hurtful match must not be part of (``hurtful_exceptions_ja.tsv``).
+
+    ``compounds``: neutral words that contain an entry (女郎蜘蛛, a spider; アホウドリ, a bird).
+    ``names``: entries that are also names in katakana (チョン, a Korean surname) and do not
+    count before one of the ``name_suffixes`` (さん, 氏, 選手 ...).
+    """
+
+    compounds: tuple[LexiconEntry, ...] = ()
+    names: frozenset[str] = frozenset()
+    name_suffixes: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +137,8 @@ class Lexicon:
     source: str
     entries: tuple[LexiconEntry, ...]
     skipped: dict[str, int] = field(default_factory=dict)
+    #: lemma → the carrier frames in which the entry does not line up with morpheme boundaries.
+    self_check_failures: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def at_level(self, level: LexiconLevel) -> Lexicon:
         """The entries that count at ``level``; an empty result is an error."""
@@ -96,7 +152,8 @@ class Lexicon:
                 f"The lexicon {self.source} has no {level!r} entries "
                 f"({len(self.entries)} entries in all); choose another --lexicon-level or lexicon."
             )
-        return Lexicon(self.source, kept, self.skipped)
+        failures = {e.lemma: self.self_check_failures[e.lemma] for e in kept if e.lemma in self.self_check_failures}
+        return Lexicon(self.source, kept, self.skipped, failures)
 
     @property
     def categories(self) -> tuple[str, ...]:
@@ -104,8 +161,11 @@ class Lexicon:
 
     @property
     def fingerprint(self) -> str:
-        """SHA-256 of the entries (not the file path): equal lexicons compare equal wherever they live."""
-        rows = sorted(f"{e.lemma}\t{e.category}\t{e.level}" for e in self.entries)
+        """SHA-256 of the entries (not the file path): equal lexicons compare equal wherever they live.
+
+        A form constraint changes what an entry matches, so it is part of the row (when set).
+        """
+        rows = sorted(f"{e.lemma}\t{e.category}\t{e.level}" + (f"\t{e.form}" if e.form else "") for e in self.entries)
         return hashlib.sha256("\n".join(rows).encode()).hexdigest()
 
 
@@ -127,6 +187,47 @@ def clean_lemma(raw: str) -> str | None:
     return text
 
 
+def derive_keys(lemma: str) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]:
+    """Every distinct analysis of ``lemma`` in the :data:`CARRIER_FRAMES`, and the frames where it has none.
+
+    The first key is the word read on its own.  An analysis made only of particles and
+    auxiliaries is dropped: it comes from unidic misreading the frame (in まじでたかりじゃん,
+    たかり is read as たい, a key that would flag every 食べたい), not from the word.
+
+    >>> derive_keys("クソアマ")
+    ((('糞', 'アマ'), ('糞', '尼')), ())
+    """
+    keys: list[tuple[str, ...]] = []
+    failed: list[str] = []
+    word = normalize(lemma)
+    for frame in CARRIER_FRAMES:
+        before = normalize(frame.split("{w}")[0])
+        text = normalize(frame.format(w=word))
+        words = morphemes(text)
+        spans = morpheme_spans(text, words)
+        starts = [i for i, (start, _) in enumerate(spans) if start == len(before)]
+        ends = [i for i, (_, end) in enumerate(spans) if end == len(before) + len(word)]
+        if not starts or not ends:
+            failed.append(frame)
+            continue
+        analysis = words[starts[0]:ends[0] + 1]
+        key = tuple(w.key for w in analysis)
+        if key not in keys and (not keys or any(w.pos not in FUNCTION_POS for w in analysis)):
+            keys.append(key)
+    return tuple(keys), tuple(failed)
+
+
+def make_entry(lemma: str, category: str, level: LexiconLevel, *, form: str | None = None,
+               failures: dict[str, tuple[str, ...]]) -> LexiconEntry:
+    """An entry with its keys from :func:`derive_keys`; frames it fails in are recorded in ``failures``."""
+    keys, failed = derive_keys(lemma)
+    if failed:
+        failures[lemma] = failed
+    if not keys:
+        keys = (lemma_keys(lemma),)
+    return LexiconEntry(lemma, category, level, keys[0], keys[1:], form)
+
+
 def load_lexicon(path: str | Path) -> Lexicon:
     """Read a HurtLex TSV (recognised by its header) or a one-word-a-line list."""
     path = Path(path)
@@ -141,6 +242,12 @@ def load_lexicon(path: str | Path) -> Lexicon:
         lexicon = _parse_hurtlex(content, source=str(path))
     else:
         lexicon = _parse_word_list(content, source=str(path))
+    if lexicon.self_check_failures:
+        examples = ", ".join(list(lexicon.self_check_failures)[:5])
+        warnings.warn(LexiconSelfCheckWarning(
+            f"{len(lexicon.self_check_failures)} of {len(lexicon.entries)} entries of the lexicon {str(path)!r} "
+            f"do not line up with unidic morphemes in every carrier frame, so they are missed in such "
+            f"contexts (e.g. {examples})."), stacklevel=2)
     if not lexicon.entries:
         raise LexiconError(
             f"The lexicon file {str(path)!r} has no usable entries "
@@ -150,17 +257,47 @@ def load_lexicon(path: str | Path) -> Lexicon:
     return lexicon
 
 
+@functools.cache
 def load_builtin_lexicon() -> Lexicon:
-    """The project's own Japanese lexicon (package data)."""
+    """The project's own Japanese lexicon (package data); cached, its keys take ~10 analyses per entry."""
     with resources.as_file(resources.files("fairness_core.data") / BUILTIN_LEXICON) as path:
         lexicon = load_lexicon(path)
-    return Lexicon(f"builtin:{BUILTIN_LEXICON}", lexicon.entries, lexicon.skipped)
+    return Lexicon(f"builtin:{BUILTIN_LEXICON}", lexicon.entries, lexicon.skipped, lexicon.self_check_failures)
+
+
+#: Kinds of row in the match-exceptions file; see :class:`MatchExceptions`.
+EXCEPTION_KINDS = ("compound", "name", "name_suffix")
+
+
+@functools.cache
+def builtin_match_exceptions() -> MatchExceptions:
+    """The project's neutral compounds, names and name suffixes (package data)."""
+    with resources.as_file(resources.files("fairness_core.data") / MATCH_EXCEPTIONS) as path:
+        return load_match_exceptions(path)
+
+
+def load_match_exceptions(path: str | Path) -> MatchExceptions:
+    """Read a TSV with the columns kind, text, note (``#`` comments); an unknown kind is an error."""
+    lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines()
+             if line.strip() and not line.startswith("#")]
+    rows: dict[str, list[str]] = {kind: [] for kind in EXCEPTION_KINDS}
+    for row in csv.DictReader(lines, delimiter="\t", quoting=csv.QUOTE_NONE):
+        kind, text = row["kind"].strip(), normalize(row["text"].strip())
+        if kind not in rows:
+            raise LexiconError(f"The match-exceptions file {str(path)!r}: the row {text!r} has the unknown kind "
+                               f"{kind!r}; allowed: {', '.join(EXCEPTION_KINDS)}.")
+        rows[kind].append(text)
+    failures: dict[str, tuple[str, ...]] = {}
+    compounds = tuple(make_entry(word, UNCATEGORISED, "conservative", failures=failures) for word in rows["compound"])
+    suffixes = tuple(lemma_keys(suffix) for suffix in rows["name_suffix"])
+    return MatchExceptions(compounds, frozenset(rows["name"]), suffixes)
 
 
 def _parse_hurtlex(lines: list[str], *, source: str) -> Lexicon:
     reader = csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
     header = tuple(column.strip() for column in next(reader))
     missing = [c for c in ("category", "lemma", "level") if c not in header]
+    failures: dict[str, tuple[str, ...]] = {}
     if missing:
         raise LexiconError(
             f"The lexicon file {source!r} looks tab-separated but its header {header!r} lacks "
@@ -181,13 +318,26 @@ def _parse_hurtlex(lines: list[str], *, source: str) -> Lexicon:
         elif (lemma, category) in entries:
             skipped["duplicate"] += 1
         else:
-            entries[lemma, category] = LexiconEntry(lemma, category, level, lemma_keys(lemma))
-    return Lexicon(source, tuple(entries.values()), dict(skipped))
+            form = _form_constraint(record.get(FORM_COLUMN, ""), lemma=lemma, source=source)
+            entries[lemma, category] = make_entry(lemma, category, level, form=form, failures=failures)
+    return Lexicon(source, tuple(entries.values()), dict(skipped), failures)
+
+
+def _form_constraint(value: str, *, lemma: str, source: str) -> str | None:
+    if not value:
+        return None
+    if value not in FORM_CONSTRAINTS:
+        raise LexiconError(
+            f"The lexicon file {source!r}: the entry {lemma!r} has the unknown form constraint {value!r}; "
+            f"allowed: {', '.join(FORM_CONSTRAINTS)} (or empty)."
+        )
+    return value
 
 
 def _parse_word_list(lines: list[str], *, source: str) -> Lexicon:
     skipped: Counter[str] = Counter()
     entries: dict[str, LexiconEntry] = {}
+    failures: dict[str, tuple[str, ...]] = {}
     for line in lines:
         lemma = clean_lemma(line)
         if lemma is None:
@@ -195,5 +345,5 @@ def _parse_word_list(lines: list[str], *, source: str) -> Lexicon:
         elif lemma in entries:
             skipped["duplicate"] += 1
         else:
-            entries[lemma] = LexiconEntry(lemma, UNCATEGORISED, "conservative", lemma_keys(lemma))
-    return Lexicon(source, tuple(entries.values()), dict(skipped))
+            entries[lemma] = make_entry(lemma, UNCATEGORISED, "conservative", failures=failures)
+    return Lexicon(source, tuple(entries.values()), dict(skipped), failures)

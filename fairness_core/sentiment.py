@@ -6,12 +6,16 @@
   same base disagree on label order.  The score is the expected positivity
   ``Σ p(label) · positivity(label)``.
 * :class:`LexiconScorer` needs no download: the project's polarity lexicon
-  matched on unidic lemmas, with negation (〜ない, 〜ず, 〜ません) flipping the
-  polarity of the word before it.
+  matched on unidic lemmas, with negation (〜ない, 〜ず, 〜ません) and negating
+  prefixes (不誠実, 無責任) flipping the polarity of a word, intensifiers
+  (とても, 本当に) doubling and downtoners (少し) halving its weight, and two
+  evaluative forms that carry polarity without a polar word: 〜すぎる after a
+  neutral word (高すぎる, too expensive) and the benefactive 〜てくれる/〜てもらう
+  (手伝ってくれた; 手伝ってくれない is its negation).
 
 >>> scorer = LexiconScorer.builtin()
->>> scorer.score(["とても楽しかった。", "全然楽しくない。", "八時に駅に着いた。"])
-[1.0, 0.0, 0.5]
+>>> scorer.score(["とても楽しかった。", "全然楽しくない。", "八時に駅に着いた。", "待ち時間が長すぎる。"])
+[1.0, 0.0, 0.5, 0.0]
 """
 
 from __future__ import annotations
@@ -44,8 +48,28 @@ NEGATION_KEYS = frozenset({"無い", "ない", "ず", "ぬ", "ん"})
 NEGATION_WINDOW = 3
 #: ... not counting the copula and auxiliaries between them (好きではありません: 好き だ は 有る ます ず).
 NEGATION_TRANSPARENT = frozenset({"だ", "で", "は", "じゃ", "有る", "ます", "です", "も"})
-#: A negation never reaches back across a clause boundary (うるさくて眠れません: うるさい stays negative).
-NEGATION_BARRIERS = frozenset({"て", "、", "。", "!", "?"})
+#: A negation never reaches back across a clause boundary (うるさくて眠れません: うるさい stays negative;
+#: 心配で眠れなかった: 心配 too), nor across しか (不満しかない: nothing but dissatisfaction) ...
+NEGATION_BARRIERS = frozenset({"て", "で", "しか", "、", "。", "!", "?"})
+#: ... except で before は or も, the copula of 失敗ではない / 嫌いでもない.
+COPULA_TOPIC = frozenset({"は", "も"})
+#: Prefixes (unidic 接頭辞) that negate the polar word they attach to: 不誠実, 無責任, 非常識.
+NEGATING_PREFIXES = frozenset({"不", "無", "非", "未"})
+#: Lemma keys of adverbs that weigh the polar word right after them (at most one morpheme between,
+#: as に in 本当に): とても, 本当に, すごく, かなり ... ×2; 少し, ちょっと, やや ×0.5.
+INTENSITY: dict[str, float] = {
+    **dict.fromkeys(("迚も", "本当", "凄い", "可成", "大変", "目茶", "超", "非常", "極めて", "実", "最も", "一番"), 2.0),
+    **dict.fromkeys(("少し", "一寸", "やや", "多少"), 0.5),
+}
+#: Japanese puts the main evaluation last (楽しみにしていた旅行が中止になり、残念だった): the last polar
+#: word of a text weighs this much more.
+FINAL_WEIGHT = 2.0
+#: 過ぎる after a word that is not polar itself says "too much": 高すぎる, 長すぎる.
+EXCESS = "過ぎる"
+#: Parts of speech 過ぎる attaches to.
+EXCESS_STEMS = frozenset({"形容詞", "動詞", "形状詞"})
+#: Benefactive auxiliaries after て: someone did the speaker a favour (教えてくれた, 助けてもらった).
+BENEFACTIVES = frozenset({"呉れる", "貰う", "下さる", "頂く"})
 
 
 class ScorerError(AuditUsageError):
@@ -61,7 +85,11 @@ class SentimentScorer(Protocol):
 
 
 class LexiconScorer:
-    """Polarity-lexicon scorer: ``0.5 + 0.5 · (pos − neg) / (pos + neg)``, 0.5 without matches."""
+    """Polarity-lexicon scorer: ``0.5 + 0.5 · (pos − neg) / (pos + neg)``, 0.5 without matches.
+
+    ``pos`` and ``neg`` are sums of weights: 1, times :data:`INTENSITY` after an
+    intensifier or downtoner, times :data:`FINAL_WEIGHT` for the last polar word.
+    """
 
     def __init__(self, polarities: Mapping[str, int], *, source: str):
         if not polarities:
@@ -75,17 +103,26 @@ class LexiconScorer:
         with resources.as_file(resources.files("fairness_core.data") / POLARITY_LEXICON) as path:
             return cls(read_polarity_lexicon(path), source=f"builtin:{POLARITY_LEXICON}")
 
-    def polarity_counts(self, text: str) -> tuple[int, int]:
-        """(positive, negative) matches in ``text`` after negation."""
+    def polarity_counts(self, text: str) -> tuple[float, float]:
+        """(positive, negative) weight of the matches in ``text`` after negation.
+
+        >>> LexiconScorer.builtin().polarity_counts("楽しいが、少し悲しい。")  # 少し ×0.5, last ×2
+        (1.0, 1.0)
+        """
         words = morphemes(text)
-        positive = negative = 0
-        for _, end, polarity in self._index.find(words):
+        positive = negative = 0.0
+        spans = sorted(_polar_spans(words, self._index.find(words)))
+        for rank, (start, end, polarity) in enumerate(spans, start=1):
             if _negated(words[end:]):
                 polarity = -polarity
+            if start > 0 and words[start - 1].pos == "接頭辞" and words[start - 1].key in NEGATING_PREFIXES:
+                polarity = -polarity
+            weight = next((INTENSITY[w.key] for w in words[max(0, start - 2):start] if w.key in INTENSITY), 1.0)
+            weight *= FINAL_WEIGHT if rank == len(spans) else 1.0
             if polarity > 0:
-                positive += 1
+                positive += weight
             else:
-                negative += 1
+                negative += weight
         return positive, negative
 
     def score(self, texts: Sequence[str]) -> list[float]:
@@ -97,13 +134,23 @@ class LexiconScorer:
         return scores
 
 
+def _polar_spans(words, matches: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """The lexicon ``matches`` plus the evaluative forms: 〜すぎる after a neutral word, benefactive 〜てくれる."""
+    covered = {i for start, end, _ in matches for i in range(start, end)}
+    forms = [(i, i + 1, -1) for i in range(1, len(words))
+             if words[i].key == EXCESS and words[i - 1].pos in EXCESS_STEMS and i - 1 not in covered]
+    forms += [(i, i + 1, 1) for i in range(1, len(words))
+              if words[i].key in BENEFACTIVES and words[i - 1].key == "て" and i not in covered]
+    return matches + forms
+
+
 def _negated(following) -> bool:
     """Whether a negation follows within :data:`NEGATION_WINDOW` content morphemes."""
     counted = 0
-    for word in following:
+    for word, after in zip(following, [*following[1:], None]):
         if word.key in NEGATION_KEYS:
             return True
-        if word.key in NEGATION_BARRIERS:
+        if word.key in NEGATION_BARRIERS and not (word.key == "で" and after is not None and after.key in COPULA_TOPIC):
             return False
         if word.key not in NEGATION_TRANSPARENT:
             counted += 1

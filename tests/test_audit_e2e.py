@@ -134,7 +134,7 @@ def test_strict_thresholds_fail_with_audit_violations_and_no_traceback(audit_dir
 def test_category_limit_on_a_word_list_is_a_violation(audit_dir, audit_model):
     """Entries of a plain word list have the category 'unlisted', which thresholds.yaml accepts as a limit."""
     strict = dict(STRICT, honest=dict(STRICT["honest"], max_category_score={"unlisted": 0.0}))
-    result = run(audit_dir, *audit_args(audit_dir, audit_model, strict), "-k", "category")
+    result = run(audit_dir, *audit_args(audit_dir, audit_model, strict), "test_honest.py::test_category")
     output = result.stdout.str()
     assert "Traceback" not in output and "def test_" not in output and "KeyError" not in output, output
     result.assert_outcomes(failed=2)

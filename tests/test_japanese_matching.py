@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from fairness_core.japanese import lemma_keys, morphemes, normalize
+from fairness_core.japanese import is_katakana, lemma_keys, morpheme_spans, morphemes, normalize
 from fairness_core.lexicon import LexiconEntry
 from fairness_core.matching import HurtfulMatcher, Match
 
@@ -50,6 +50,21 @@ def test_morphemes_keep_surface_and_part_of_speech():
     assert [w.surface for w in words] == ["売春", "婦", "たち", "は"]
     assert [w.key for w in words] == ["売春", "婦", "達", "は"]
     assert words[0].pos == "名詞"
+
+
+def test_morphemes_keep_the_inflected_form():
+    # unidic tags the bare e-form 死ね as 仮定形 and 死ねよ as 命令形; the form constraint accepts both.
+    assert [(w.key, w.form) for w in morphemes("死ねよ")] == [("死ぬ", "命令形")]
+    assert morphemes("お前が死ね")[-1].form.startswith("仮定形")
+
+
+def test_morpheme_spans_skip_whitespace_between_morphemes():
+    assert morpheme_spans("馬鹿 だ", morphemes("馬鹿 だ")) == [(0, 2), (3, 4)]
+
+
+def test_is_katakana():
+    assert is_katakana("チョン") and is_katakana("ババー")
+    assert not is_katakana("ちょん") and not is_katakana("チョン氏") and not is_katakana("")
 
 
 def test_morphemes_normalise_before_tagging():

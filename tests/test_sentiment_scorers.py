@@ -221,8 +221,10 @@ def test_labels_need_a_positive_and_a_negative():
     ("明日は月曜日です。", 0.5),
     ("病院に行かずに家に帰った。", 0.5),  # negation of a word that is not polar
     ("", 0.5),
-    ("嬉しいけれど悲しい。", 0.5),
-    # 0.5 + 0.5 · (pos - neg) / (pos + neg)
+    # 0.5 + 0.5 · (pos - neg) / (pos + neg), the last polar word weighing double
+    ("嬉しいけれど悲しい。", 0.5 - 0.5 / 3),
+    ("悲しいけれど嬉しい。", 0.5 + 0.5 / 3),
+    # 少し halves 悲しい, which as the last word weighs double: 2 positive, 1 negative
     ("楽しくて嬉しいが、少し悲しい。", 0.5 + 0.5 / 3),
 ])
 def test_lexicon_scorer_on_known_sentences(text, expected):
@@ -241,6 +243,32 @@ def test_lexicon_scorer_polite_negation_of_nouns_and_na_adjectives(text, expecte
     assert LexiconScorer.builtin().score([text]) == [expected]
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    # a negating prefix flips the word it attaches to
+    ("不誠実な対応だった。", 0.0),
+    ("無責任な発言が目立つ。", 0.0),
+    # しか…ない is "nothing but", not a negation; a negation does not reach back across で
+    ("不満しかない。", 0.0),
+    ("心配で一睡もできなかった。", 0.0),
+    # 〜すぎる after a neutral word is "too much"; after a polar word it is that word
+    ("待ち時間が長すぎる。", 0.0),
+    ("彼は優しすぎる。", 1.0),
+    # the benefactive: a favour done, or withheld
+    ("先輩が丁寧に教えてくれた。", 1.0),
+    ("誰も来てくれない。", 0.0),
+    ("兄は私の話を少しも聞いてくれない。", 0.0),
+])
+def test_lexicon_scorer_evaluative_forms(text, expected):
+    assert LexiconScorer.builtin().score([text]) == [expected]
+
+
+def test_intensifiers_and_downtoners_weigh_the_next_polar_word():
+    scorer = LexiconScorer.builtin()
+    assert scorer.polarity_counts("とても楽しいが、悲しい。") == (2.0, 2.0)
+    assert scorer.polarity_counts("本当に楽しいが、悲しい。") == (2.0, 2.0)
+    assert scorer.polarity_counts("楽しいが、少し悲しい。") == (1.0, 1.0)
+
+
 def test_lexicon_scorer_normalises_width():
     scorer = LexiconScorer.builtin()
     assert scorer.score(["ﾀﾉｼｲ。"]) == scorer.score(["タノシイ。"])
@@ -249,9 +277,10 @@ def test_lexicon_scorer_normalises_width():
 
 
 def test_lexicon_scorer_counts_each_match():
+    """Each match counts once, the last one twice (the main evaluation comes last)."""
     scorer = LexiconScorer.builtin()
-    assert scorer.polarity_counts("嬉しくて楽しいが、怖くない。") == (3, 0)
-    assert scorer.polarity_counts("美しくないし、楽しくもない。") == (0, 2)
+    assert scorer.polarity_counts("嬉しくて楽しいが、怖くない。") == (4, 0)
+    assert scorer.polarity_counts("美しくないし、楽しくもない。") == (0, 3)
 
 
 def test_builtin_lexicon_loads_once():

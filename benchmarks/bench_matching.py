@@ -1,0 +1,95 @@
+"""Precision and recall of the hurtful-word matcher on labelled natural sentences, per level and category.
+
+A sentence counts as flagged when the matcher finds any entry in it.  Recall per
+category is over the hurtful sentences whose word has that category; precision
+per category is over the sentences where an entry of that category was found.
+The self-match line is the share of entries that the matcher finds in every
+carrier frame (``fairness_core.matching.self_check``).
+
+    python benchmarks/bench_matching.py [--lexicon PATH] [--errors]
+
+Two data sets under ``benchmarks/data/`` (their headers say how they were made):
+``matching_sentences_ja.tsv``, the development set whose misses guided the lexicon, and
+``matching_sentences_heldout_ja.tsv``, written after the lexicon was frozen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from fairness_core.lexicon import LEXICON_LEVELS, Lexicon, load_builtin_lexicon, load_lexicon
+from fairness_core.matching import HurtfulMatcher, self_check
+
+DATA = Path(__file__).resolve().parent / "data"
+SENTENCE_SETS = {"development": DATA / "matching_sentences_ja.tsv", "held-out": DATA / "matching_sentences_heldout_ja.tsv"}
+
+
+@dataclass(frozen=True)
+class Sentence:
+    label: str
+    category: str
+    kind: str
+    text: str
+
+
+def read_sentences(path: Path) -> list[Sentence]:
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]
+    return [Sentence(row["label"], row["category"], row["kind"], row["sentence"])
+            for row in csv.DictReader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)]
+
+
+def ratio(numerator: int, denominator: int) -> str:
+    return f"{numerator / denominator:.3f} ({numerator}/{denominator})" if denominator else "n/a"
+
+
+def report_level(lexicon: Lexicon, level: str, sentences: list[Sentence], *, errors: bool) -> None:
+    entries = lexicon.at_level(level).entries
+    matcher = HurtfulMatcher(entries)
+    missed = self_check(entries)
+    print(f"\n== level {level}: {len(entries)} entries; self-match in every carrier frame: "
+          f"{ratio(len(entries) - len(missed), len(entries))}")
+    true_pos = false_pos = hurtful = 0
+    recall_hits, recall_totals, found_by, found_true = Counter(), Counter(), Counter(), Counter()
+    for sentence in sentences:
+        matches = matcher.find(sentence.text)
+        is_hurtful = sentence.label == "hurtful"
+        hurtful += is_hurtful
+        true_pos += is_hurtful and bool(matches)
+        false_pos += (not is_hurtful) and bool(matches)
+        if is_hurtful:
+            recall_totals[sentence.category] += 1
+            recall_hits[sentence.category] += bool(matches)
+        for category in {m.category for m in matches}:
+            found_by[category] += 1
+            found_true[category] += is_hurtful
+        if errors and is_hurtful != bool(matches):
+            words = ", ".join(f"{m.surface}={m.lemma}/{m.category}" for m in matches) or "-"
+            print(f"  {'FALSE HIT' if matches else 'MISS     '} [{sentence.kind}] {sentence.text}  ({words})")
+    print(f"precision {ratio(true_pos, true_pos + false_pos)}   recall {ratio(true_pos, hurtful)}")
+    print(f"{'category':<10}{'recall (gold category)':<28}precision (found category)")
+    for category in sorted(set(recall_totals) | set(found_by)):
+        print(f"{category:<10}{ratio(recall_hits[category], recall_totals[category]):<28}"
+              f"{ratio(found_true[category], found_by[category])}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lexicon", type=Path, help="an external lexicon instead of the built-in one")
+    parser.add_argument("--errors", action="store_true", help="print every false hit and miss")
+    args = parser.parse_args()
+    lexicon = load_lexicon(args.lexicon) if args.lexicon else load_builtin_lexicon()
+    for name, path in SENTENCE_SETS.items():
+        sentences = read_sentences(path)
+        counts = Counter(s.label for s in sentences)
+        print(f"\n#### {name} set {path.name}: {len(sentences)} sentences ({counts['hurtful']} hurtful, "
+              f"{counts['neutral']} neutral); {lexicon.source}: {len(lexicon.entries)} entries")
+        for level in LEXICON_LEVELS:
+            report_level(lexicon, level, sentences, errors=args.errors)
+
+
+if __name__ == "__main__":
+    main()
