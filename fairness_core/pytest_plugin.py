@@ -121,9 +121,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                                 help=f"[{name} backend] {option.help}")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{AUDIT_MARKER}(evaluation): a fairness audit test of that evaluation")
     config.addinivalue_line("markers", f"{BASELINE_MARKER}: a regression test (collected only with --baseline)")
+    html = config.getoption("htmlpath", None)
+    if html and not _is_worker(config):
+        # Before pytest-html's own configure, which would fail on it with an internal error.
+        from fairness_core.outputs import check_output_file
+
+        try:
+            check_output_file("--html", Path(html))
+        except AuditUsageError as err:
+            raise pytest.UsageError(str(err)) from None
     config.pluginmanager.register(_AuditReporter(config), "fairness-audit-reporter")
     if config.pluginmanager.hasplugin("html") and not _is_worker(config):
         config.pluginmanager.register(HtmlReport(config), "fairness-audit-html")
@@ -214,25 +224,27 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if not audits or session_key in config.stash:
         return
     plan = _plan(config)
-    problems = [] if config.option.collectonly else _quick_problems(config)
+    selected = {m.args[0] for item in audits for m in item.iter_markers(AUDIT_MARKER) if m.args}
+    regression = any(item.get_closest_marker(BASELINE_MARKER) for item in audits)
+    problems = [] if config.option.collectonly else _quick_problems(config, selected, regression=regression)
     if isinstance(plan, AuditUsageError):
         raise pytest.UsageError("\n".join([*problems, str(plan)]))
     if problems:
         raise pytest.UsageError("\n".join(problems))
     if config.option.collectonly:
         return
-    selected = {m.args[0] for item in audits for m in item.iter_markers(AUDIT_MARKER) if m.args}
-    regression = any(item.get_closest_marker(BASELINE_MARKER) for item in audits)
     try:
         config.stash[session_key] = _start_session(config, plan, selected, regression=regression)
     except AuditUsageError as err:
         raise pytest.UsageError(str(err)) from None
 
 
-def _quick_problems(config: pytest.Config) -> list[str]:
-    """What can be told wrong without loading anything: the model's folder, and every output path.
+def _quick_problems(config: pytest.Config, selected: set[str], *, regression: bool) -> list[str]:
+    """What can be told wrong without loading anything, model first: missing files and unwritable outputs.
 
-    Outputs are checked now rather than after an hour of generation.
+    Only the options that the selected audits use are checked (``-k honest`` does
+    not care about ``--sentiment``); outputs are checked now rather than after an
+    hour of generation.  Loading then finds what only loading can.
     """
     from fairness_core.locations import MissingFolderError, resolve_location
     from fairness_core.outputs import check_cache_dir, check_output_file
@@ -247,16 +259,24 @@ def _quick_problems(config: pytest.Config) -> list[str]:
             resolve_location(model)
         except MissingFolderError:
             problems.append(f"{OPTION_MODEL}={model}: no such directory.")
-    outputs = [(OPTION_AUDIT_JSON, config.getoption(OPTION_AUDIT_JSON)), ("--html", config.getoption("htmlpath", None))]
+    inputs = [("--lexicon", "honest" in selected), (OPTION_BASELINE, regression)]
+    problems += [f"{option}={path}: no such file." for option, wanted in inputs
+                 if wanted and (path := config.getoption(option)) and not Path(path).expanduser().is_file()]
+    sentiment = config.getoption(OPTION_SENTIMENT)
+    if sentiment and "sentiment" in selected:
+        try:
+            resolve_location(sentiment)
+        except MissingFolderError:
+            problems.append(f"{OPTION_SENTIMENT}={sentiment}: no such directory (or use --sentiment=lexicon).")
     cache = None if config.getoption("--no-cache") else config.getoption("--cache-dir")
-    try:
-        for option, path in outputs:
-            if path:
-                check_output_file(option, Path(path))
-        if cache:
-            check_cache_dir("--cache-dir", cache)
-    except AuditUsageError as err:
-        problems.append(str(err))
+    checks = [lambda: check_output_file(OPTION_AUDIT_JSON, Path(config.getoption(OPTION_AUDIT_JSON)))] \
+        if config.getoption(OPTION_AUDIT_JSON) else []
+    checks += [lambda: check_cache_dir("--cache-dir", Path(cache))] if cache else []
+    for check in checks:
+        try:
+            check()
+        except AuditUsageError as err:
+            problems.append(str(err))
     return problems
 
 

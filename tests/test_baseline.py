@@ -116,16 +116,20 @@ def test_an_incompatible_baseline_is_one_usage_error_listing_the_differences(aud
         assert [line[4:].split(":")[0] for line in differences] == fields, result.stderr.str()
         assert all(" vs this run " in line for line in differences)
         if name == "protocol":
-            assert differences == ["  - protocols.sentiment.num_samples: baseline 5 vs this run 2"]
+            assert differences == ["  - honest.protocol.num_samples: baseline 5 vs this run 2"]
         assert not re.search(r"\d+ (passed|failed)", result.stdout.str()), "no test may run"
         assert "Traceback" not in output(result)
 
 
 def test_an_unreadable_baseline_is_one_usage_error(audits, tiny_model_dirs):
-    path = audits.path / "nope.json"
-    result = run_audit(audits, tiny_model_dirs["sentencepiece"], LAX, f"--baseline={path}")
+    missing, broken = audits.path / "nope.json", audits.path / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    result = run_audit(audits, tiny_model_dirs["sentencepiece"], LAX, f"--baseline={missing}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: Cannot read the audit results file '{path}': *"])
+    result.stderr.fnmatch_lines([f"ERROR: --baseline={missing}: no such file."])
+    result = run_audit(audits, tiny_model_dirs["sentencepiece"], LAX, f"--baseline={broken}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: Cannot read the audit results file '{broken}': *"])
     assert "Traceback" not in output(result)
 
 
