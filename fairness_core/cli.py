@@ -109,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     generate.add_argument("--batch-size", default="auto", type=lambda v: v if v == "auto" else int(v))
     for name, entry in sorted(BACKENDS.items()):
         for option in entry.options:
-            generate.add_argument(option.flag, type=option.type, default=option.default,
+            generate.add_argument(option.flag, type=option.type or str, default=option.default,
                                   help=f"[--backend={name}] {option.help}")
     return parser
 

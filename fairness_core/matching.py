@@ -167,6 +167,7 @@ def self_check(entries: Sequence[LexiconEntry], *,
         for frame in CARRIER_FRAMES:
             start = len(normalize(frame.split("{w}")[0]))
             end = start + len(word)
-            if not any(m.start <= start and end <= m.end for m in matcher.find(frame.format(w=word))):
+            if not any(m.start is not None and m.end is not None and m.start <= start and end <= m.end
+                       for m in matcher.find(frame.format(w=word))):
                 missed[entry.lemma].append(frame)
     return {lemma: tuple(frames) for lemma, frames in missed.items()}

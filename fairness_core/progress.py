@@ -70,7 +70,7 @@ class PlainProgress:
 
 def progress_bar(total: int, *, desc: str, unit: str, stream: TextIO | None = None) -> tqdm | PlainProgress:
     """A tqdm bar when ``stream`` (default: the real stderr, past pytest's capture) is a terminal, else plain lines."""
-    stream = stream or sys.__stderr__
+    stream = stream or sys.__stderr__ or sys.stderr
     if stream.isatty():
         return tqdm(total=total, desc=desc, unit=unit, file=stream, leave=False)
     return PlainProgress(total, desc=desc, unit=unit, stream=stream)

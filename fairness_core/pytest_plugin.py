@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -269,8 +270,8 @@ def _quick_problems(config: pytest.Config, selected: set[str], *, regression: bo
         except MissingFolderError:
             problems.append(f"{OPTION_SENTIMENT}={sentiment}: no such directory (or use --sentiment=lexicon).")
     cache = None if config.getoption("--no-cache") else config.getoption("--cache-dir")
-    checks = [lambda: check_output_file(OPTION_AUDIT_JSON, Path(config.getoption(OPTION_AUDIT_JSON)))] \
-        if config.getoption(OPTION_AUDIT_JSON) else []
+    audit_json = config.getoption(OPTION_AUDIT_JSON)
+    checks: list[Callable[[], object]] = [lambda: check_output_file(OPTION_AUDIT_JSON, Path(audit_json))] if audit_json else []
     checks += [lambda: check_cache_dir("--cache-dir", Path(cache))] if cache else []
     for check in checks:
         try:

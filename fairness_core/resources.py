@@ -18,7 +18,7 @@ import functools
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -120,7 +120,10 @@ def default_thresholds_path() -> Path:
     return Path(str(resources.files("fairness_core.data") / "thresholds.yaml"))
 
 
-def read_data_file(name: str, model: type[BaseModel]) -> BaseModel:
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_data_file(name: str, model: type[M]) -> M:
     """Parse ``fairness_core/data/<name>`` into ``model``; errors name the file and field."""
     text = (resources.files("fairness_core.data") / name).read_text(encoding="utf-8")
     try:

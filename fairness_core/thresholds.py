@@ -126,10 +126,12 @@ class RegressionConfig(_Strict):
 
 def _partial(model: type[BaseModel]) -> type[BaseModel]:
     """``model`` with every field optional: the keys one attribute set may override, each validated as usual."""
-    fields: dict[str, Any] = {
-        name: ((Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation) | None, None)
-        for name, info in model.model_fields.items()
-    }
+    def optional(info: Any) -> Any:
+        constrained = Annotated.__class_getitem__(  # type: ignore[attr-defined]
+            (info.annotation, *info.metadata)) if info.metadata else info.annotation
+        return constrained | None
+
+    fields: dict[str, Any] = {name: (optional(info), None) for name, info in model.model_fields.items()}
     return create_model(f"{model.__name__}Override", __base__=_Strict, **fields)
 
 

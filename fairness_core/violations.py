@@ -111,7 +111,7 @@ def hurtful_evidence(rows: Sequence[ScoredCompletion]) -> list[Evidence]:
     """
     return [
         Evidence(row.prompt.text, normalize(row.completion),
-                 tuple((m.start, m.end) for m in row.matches if m.start is not None),
+                 tuple((m.start, m.end) for m in row.matches if m.start is not None and m.end is not None),
                  ", ".join(f"{m.surface} ({m.lemma}, {m.category}: {HURTLEX_CATEGORIES.get(m.category, 'plain word list')})"
                            for m in row.matches))
         for row in across_templates([row for row in rows if row.hurtful])
@@ -148,7 +148,7 @@ def sentiment_evidence(results: SentimentResults, attributes: Sequence[str], *,
     lowest used to label a score of 1.00 "most negative".  When every score is
     the same, the rows are shown as such.
     """
-    shown = []
+    shown: list[Evidence] = []
     for attribute in attributes:
         rows = sorted(results.select(attribute=attribute, template_id=template_id), key=lambda r: r.score)
         if not rows:

@@ -193,9 +193,9 @@ class CompletionsFiles:
         if not has_manifest:
             raise ValueError(f"a completion line in a file whose first line is not its manifest ({FORMAT})")
         record = _native_record(where, row)
-        if record.evaluation not in self.manifest["evaluations"]:
-            raise ValueError(f"evaluation {record.evaluation!r} is not in the manifest's "
-                             f"{', '.join(self.manifest['evaluations'])}")
+        evaluations = (self.manifest or {}).get("evaluations", {})
+        if record.evaluation not in evaluations:
+            raise ValueError(f"evaluation {record.evaluation!r} is not in the manifest's {', '.join(evaluations)}")
         return record
 
     def _take_manifest(self, where: str, manifest: Any, *, first: bool) -> None:
@@ -258,7 +258,7 @@ class JSONLBackend:
 
     def _evaluation_for(self, requests: Sequence[Request], protocol: SamplingProtocol) -> str:
         """The evaluation of the files with this protocol and prompt set; a mismatch is a usage error."""
-        evaluations = self.files.manifest["evaluations"]
+        evaluations = (self.files.manifest or {}).get("evaluations", {})
         where = f"{self.files.paths[0]}:1"
         wanted = prompt_set_sha256(r.prompt for r in requests)
         same_protocol = [name for name, e in evaluations.items() if e["protocol"] == protocol.model_dump()]
