@@ -19,34 +19,27 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 
-def positive_int(text: str) -> int:
+def _checked(text: str, convert, accept, requirement: str):
+    """``convert(text)`` when it converts and ``accept`` takes it; else the one error message shape."""
     try:
-        value = int(text)
+        value = convert(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError(f"must be a whole number of 1 or more, got {text!r}")
+        value = None
+    if value is None or not accept(value):  # ``accept`` also turns away nan: no comparison holds for it
+        raise ValueError(f"must be {requirement}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _checked(text, int, lambda v: v >= 1, "a whole number of 1 or more")
 
 
 def nonnegative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise ValueError(f"must be a whole number of 0 or more, got {text!r}")
-    return value
+    return _checked(text, int, lambda v: v >= 0, "a whole number of 0 or more")
 
 
 def positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:  # also rejects nan
-        raise ValueError(f"must be a number of seconds above 0, got {text!r}")
-    return value
+    return _checked(text, float, lambda v: v > 0, "a number of seconds above 0")
 
 
 def base_url(text: str) -> str:
