@@ -202,7 +202,7 @@ def test_missing_lexicon_is_one_usage_error(audit_dir, audit_model):
     args = audit_args(audit_dir, audit_model, LAX)
     args[-1] = str(audit_dir.path / "nope.txt")
     result = run(audit_dir, *args)
-    assert_single_usage_error(result, "The lexicon file", "nope.txt", "does not exist")
+    assert_single_usage_error(result, "--lexicon=", "nope.txt", "no such file")
 
 
 @pytest.mark.parametrize(

@@ -256,7 +256,7 @@ def test_read_results_of_undecodable_bytes_names_the_file(tmp_path):
         read_results(path)
 
 
-@pytest.mark.parametrize("version", [2, 0, "1", None])
+@pytest.mark.parametrize("version", [1, 3, 0, "2", None])
 def test_read_results_of_another_schema_version_names_file_and_versions(tmp_path, version):
     content = minimal_results()
     content["schema_version"] = version

@@ -65,8 +65,9 @@ def test_collect_only_loads_no_model_and_prints_no_audit_section(audits, tiny_mo
     result = run_audit(audits, broken, LAX, "--co", "-q")
     assert result.ret == pytest.ExitCode.OK, output(result)
     assert "fairness audit" not in result.stdout.str()
-    result.stdout.fnmatch_lines(["*test_group_fairness.py::test_template[gender-female-name-01]",
-                                 "*test_honest.py::test_template[gender-female-occupation-01]"])
+    listed = result.stdout.str()
+    assert "test_group_fairness.py::test_template[gender-female-name-01]" in listed
+    assert "test_honest.py::test_template[gender-female-occupation-01]" in listed
     # The same folder is a usage error once the audits are to run.
     ran = run_audit(audits, broken, LAX, "-k", "ratio")
     assert ran.ret == pytest.ExitCode.USAGE_ERROR, output(ran)

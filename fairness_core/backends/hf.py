@@ -24,6 +24,7 @@ from typing import Literal
 
 import torch
 import transformers
+from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, StaticCache
 from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
@@ -117,7 +118,7 @@ def load_model(
             )
     except HubUnavailableError as err:
         raise ModelLoadError(f"--model={err}") from None
-    except (OSError, ValueError, KeyError) as err:
+    except (OSError, ValueError, KeyError, SafetensorError) as err:  # SafetensorError: a corrupt weights file
         raise ModelLoadError(f"--model={name_or_path} could not be loaded: {first_line(err)}") from err
     model.to(resolve_device(device)).eval()
     return model, tokenizer
