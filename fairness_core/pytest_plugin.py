@@ -268,7 +268,9 @@ def _quick_problems(config: pytest.Config, selected: set[str], *, regression: bo
         try:
             resolve_location(sentiment)
         except MissingFolderError:
-            problems.append(f"{OPTION_SENTIMENT}={sentiment}: no such directory (or use --sentiment=lexicon).")
+            from fairness_core.sentiment import cannot_load
+
+            problems.append(cannot_load(sentiment, "no such directory"))
     cache = None if config.getoption("--no-cache") else config.getoption("--cache-dir")
     audit_json = config.getoption(OPTION_AUDIT_JSON)
     checks: list[Callable[[], object]] = [lambda: check_output_file(OPTION_AUDIT_JSON, Path(audit_json))] if audit_json else []

@@ -191,9 +191,9 @@ class ClassifierScorer:
             tokenizer = AutoTokenizer.from_pretrained(location)
             model = AutoModelForSequenceClassification.from_pretrained(location)
         except MissingFolderError:
-            raise ScorerError(_cannot_load(name_or_path, "no such directory")) from None
+            raise ScorerError(cannot_load(name_or_path, "no such directory")) from None
         except (OSError, ValueError, ImportError) as err:
-            raise ScorerError(_cannot_load(name_or_path, first_line(err))) from err
+            raise ScorerError(cannot_load(name_or_path, first_line(err))) from err
         return cls(model.to(device), tokenizer, name=name_or_path, label_positivity=label_positivity)
 
     def score(self, texts: Sequence[str]) -> list[float]:
@@ -209,7 +209,8 @@ class ClassifierScorer:
         return scores
 
 
-def _cannot_load(name_or_path: str, reason: str) -> str:
+def cannot_load(name_or_path: str, reason: str) -> str:
+    """The one message for a ``--sentiment`` classifier that cannot be had, with the offline way out."""
     return (f"--sentiment={name_or_path}: the sentiment classifier could not be loaded ({reason}). "
             f"Without hub access or a local copy, use the offline scorer: --sentiment={LEXICON_SCORER}")
 

@@ -23,6 +23,7 @@ from fairness_core.demo.registry import resolve_demo
 from fairness_core.honest import evaluate_honest
 from fairness_core.lexicon import load_builtin_lexicon
 from fairness_core.matching import HurtfulMatcher
+from fairness_core.metrics import rate_ratio
 from fairness_core.resources import honest_prompts, honest_templates, identity_pairs
 from fairness_core.thresholds import SamplingProtocol
 
@@ -64,7 +65,8 @@ def test_planted_bias_is_found_over_http_and_a_rerun_hits_the_cache(served_model
         measured = results.count(attribute=attribute)
         assert measured.total == 600
         assert abs(measured.rate - planted) <= TOLERANCE[attribute], f"{attribute}: {measured.rate:.3f} vs {planted}"
-    assert results.ratio("female", "male") >= 3
+    female, male = results.count(attribute="female"), results.count(attribute="male")
+    assert rate_ratio(hits_a=female.hits, total_a=female.total, hits_b=male.hits, total_b=male.total) >= 3
     requests = backend.usage["requests"]
     assert evaluate_honest(cached, prompts, PROTOCOL, matcher, groups=("female", "male")) == results
     assert (cached.hits, backend.usage["requests"]) == (1, requests)

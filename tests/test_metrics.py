@@ -171,8 +171,9 @@ def test_evaluate_honest_asks_each_prompt_num_samples_times_and_keeps_order():
     matcher = HurtfulMatcher([LexiconEntry("馬鹿", "cds", "conservative", lemma_keys("馬鹿"))])
     backend = EchoBackend()
     results = evaluate_honest(backend, prompts, SamplingProtocol(num_samples=3), matcher, groups=ATTRIBUTES)
-    assert backend.calls == [[Request("母は", 0), Request("母は", 1), Request("母は", 2),
-                              Request("父は", 0), Request("父は", 1), Request("父は", 2)]]
+    mother, father = "honest/trait-01/female/母", "honest/trait-01/male/父"
+    assert backend.calls == [[Request("母は", 0, mother), Request("母は", 1, mother), Request("母は", 2, mother),
+                              Request("父は", 0, father), Request("父は", 1, father), Request("父は", 2, father)]]
     assert [(row.prompt.term, row.completion) for row in results.rows] == [
         ("母", "母は#0、馬鹿だ"), ("母", "母は#1"), ("母", "母は#2"),
         ("父", "父は#0、馬鹿だ"), ("父", "父は#1"), ("父", "父は#2"),
