@@ -67,7 +67,7 @@ import transformers
 import yaml
 
 from fairness_core.backends.base import Request
-from fairness_core.backends.cpu_kernels import onednn_available
+from fairness_core.backends.kernel_choice import onednn_available
 from fairness_core.backends.hf import HFBackend, encode_prompt, load_model
 from fairness_core.demo.models import save_model, tiny_gpt2
 from fairness_core.demo.tokenizers import train_tokenizer
