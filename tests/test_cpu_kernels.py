@@ -35,7 +35,7 @@ def everywhere(model: torch.nn.Module, kernel: str, rows: int = 7) -> KernelChoi
     """A choice that runs every linear layer of ``model`` on ``kernel``."""
     shapes = {LinearShape(m.in_features, m.out_features, m.bias is not None)
               for m in model.modules() if isinstance(m, torch.nn.Linear)}
-    shapes |= {LinearShape(m.weight.shape[0], m.weight.shape[1], True) for m in model.modules() if isinstance(m, Conv1D)}
+    shapes |= {LinearShape(*m.weight.shape, True) for m in model.modules() if isinstance(m, Conv1D)}
     return KernelChoice(next(model.parameters()).dtype, rows, linears=dict.fromkeys(shapes, kernel))
 
 

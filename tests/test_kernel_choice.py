@@ -162,4 +162,5 @@ def test_the_engine_runs_and_records_the_chosen_kernels_and_decodes_as_model_gen
     assert got == [expected_completion(model, tokenizer, r, SAMPLING) for r in REQUESTS]
     recorded = backend.description["kernels"]
     assert recorded.startswith("float32 x8: ")
-    assert f"{model.config.n_embd}x128 {fastest}" in recorded and f"attention {attention}" in recorded and cpu_name() in recorded
+    assert f"{model.config.n_embd}x128 {fastest}" in recorded and f"attention {attention}" in recorded
+    assert cpu_name() in recorded

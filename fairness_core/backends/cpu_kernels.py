@@ -38,12 +38,12 @@ import torch
 from transformers.pytorch_utils import Conv1D
 
 from fairness_core.backends.kernel_choice import (
+    LINEAR_KERNELS,
     AttentionShape,
     KernelChoice,
     KernelChooser,
-    LINEAR_KERNELS,
-    LinearShape,
     LinearForward,
+    LinearShape,
     distinct_shapes,
 )
 
@@ -91,15 +91,13 @@ def head_chunk_shape(head: torch.nn.Linear) -> LinearShape:
     return LinearShape(head.in_features, min(HEAD_CHUNK, head.out_features), head.bias is not None)
 
 
-def choose_kernels(model: torch.nn.Module, chooser: KernelChooser, *, rows: int, keys: int) -> KernelChoice | None:
-    """The kernels for ``model`` decoding ``rows`` rows over about ``keys`` cached tokens, or ``None`` off the CPU.
+def kernel_shapes(model: torch.nn.Module) -> dict[LinearShape, tuple[torch.Tensor, torch.Tensor | None]]:
+    """The model's distinct linear-layer shapes, each with a sample layer's weight and bias, the LM head as its chunk.
 
     The LM head is measured at its chunk's shape (:data:`HEAD_CHUNK` columns),
     which is what the engine runs; timing the whole 32k-wide product would take
     most of the measurement's budget.
     """
-    if not on_cpu(model):
-        return None
     head = model.get_output_embeddings()
     layers = [layer_weight_and_bias(m) for m in model.modules() if m is not head]
     shapes = distinct_shapes(layer for layer in layers if layer is not None)
@@ -107,12 +105,19 @@ def choose_kernels(model: torch.nn.Module, chooser: KernelChooser, *, rows: int,
         weight, bias = layer_weight_and_bias(head)
         chunk = head_chunk_shape(head)
         shapes.setdefault(chunk, (weight[:chunk.out_features], None if bias is None else bias[:chunk.out_features]))
+    return shapes
+
+
+def choose_kernels(model: torch.nn.Module, chooser: KernelChooser, *, rows: int, keys: int) -> KernelChoice | None:
+    """The kernels for ``model`` decoding ``rows`` rows over about ``keys`` cached tokens, or ``None`` off the CPU."""
+    if not on_cpu(model):
+        return None
     config = model.config.get_text_config()
     attention = None
     if getattr(config, "_attn_implementation", None) in ("sdpa", "eager"):
         heads = config.num_attention_heads
         attention = AttentionShape(heads, getattr(config, "head_dim", None) or config.hidden_size // heads, keys)
-    return chooser.choose(shapes, dtype=model.dtype, rows=rows, attention=attention)
+    return chooser.choose(kernel_shapes(model), dtype=model.dtype, rows=rows, attention=attention)
 
 
 class ChunkedHead:
@@ -134,10 +139,11 @@ class ChunkedHead:
         ]
 
     def top_k(self, hidden: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The ``k`` largest logits of each row of ``hidden`` ``[rows, hidden_size]`` and their token ids, best first."""
+        """The ``k`` largest logits of each row of ``hidden`` (``[rows, hidden_size]``) and their ids, best first."""
         values, token_ids = [], []
         for start, forward in self.chunks:
-            chunk_values, chunk_ids = forward(hidden).topk(min(k, HEAD_CHUNK), dim=-1)
+            logits = forward(hidden)
+            chunk_values, chunk_ids = logits.topk(min(k, logits.shape[-1]), dim=-1)
             values.append(chunk_values)
             token_ids.append(chunk_ids + start)
         values, token_ids = torch.cat(values, dim=-1), torch.cat(token_ids, dim=-1)

@@ -32,7 +32,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, StaticCache
 from fairness_core.backends.base import Completion, Request
 from fairness_core.backends.cache import default_cache_dir
 from fairness_core.backends.cpu_kernels import ChunkedHead, choose_kernels, fast_cpu_kernels
-from fairness_core.backends.kernel_choice import KernelChooser
+from fairness_core.backends.kernel_choice import KernelChoice, KernelChooser
 from fairness_core.backends.sampling import SeededSampler, row_key, top_k_count
 from fairness_core.locations import MissingFolderError, first_line, resolve_location
 from fairness_core.thresholds import SamplingProtocol
@@ -134,6 +134,7 @@ class HFBackend:
                  description=None, kernels: KernelChooser | None = None):
         self.model = model
         self.kernels = kernels if kernels is not None else KernelChooser(default_cache_dir())
+        self.kernel_choice: KernelChoice | None = None  # what the last generate call ran on
         self.tokenizer = tokenizer
         self.seed = seed
         self.description = description or {"model": getattr(model.config, "_name_or_path", "?")}
@@ -183,6 +184,7 @@ class HFBackend:
         if requests:
             keys = max(map(len, encoded)) + protocol.max_new_tokens // 2  # a middle decoding step's cached tokens
             choice = choose_kernels(self.model, self.kernels, rows=min(self.batch_size, len(requests)), keys=keys)
+        self.kernel_choice = choice
         if choice is not None:
             self.description["kernels"] = choice.summary()
         with tqdm(total=len(requests), desc="generating", unit="completion", file=sys.__stderr__,
@@ -273,13 +275,14 @@ class HFBackend:
         prompt_rows = list(first_row.values())
         prompt_mask = attention_mask[prompt_rows]
         cache = StaticCache(config=self.model.config, max_cache_len=capacity)
-        candidates = next_candidates(input_ids[prompt_rows], prompt_mask, (prompt_mask.cumsum(-1) - 1).clamp(min=0), cache)
+        positions = (prompt_mask.cumsum(-1) - 1).clamp(min=0)
+        candidates = next_candidates(input_ids[prompt_rows], prompt_mask, positions, cache)
         cache.reorder_cache(copies)
         return candidates, copies, cache
 
     def _next_token_candidates(self, input_ids, attention_mask, position_ids, cache: StaticCache, *, k: int,
                                head: ChunkedHead | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """The next token's ``k`` best raw scores and their ids, best first, after one forward pass that extends ``cache``.
+        """The next token's ``k`` best raw scores and their ids, best first, from a forward pass that extends ``cache``.
 
         With ``head`` the model's body runs alone and the chunked LM head keeps
         only the top-k (``cpu_kernels.ChunkedHead``): the vocabulary-wide

@@ -173,7 +173,7 @@ class KernelChoice:
 
 @functools.cache
 def cpu_info() -> dict[str, str]:
-    """``vendor_id``, ``model name`` and ``flags`` of the first CPU from ``/proc/cpuinfo`` (empty where there is none)."""
+    """``vendor_id``, ``model name`` and ``flags`` of the first CPU in ``/proc/cpuinfo`` (empty where there is none)."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:

@@ -113,7 +113,7 @@ class SeededSampler(LogitsProcessor):
 
     def tokens_from_top_k(self, values: torch.Tensor, token_ids: torch.Tensor, step: int,
                           copies: torch.Tensor | None = None) -> torch.Tensor:
-        """:meth:`tokens` from the raw top-k scores (best first) and their ids, as the engine's chunked LM head gives them.
+        """:meth:`tokens` from the raw top-k scores (best first) and their ids, as the chunked LM head gives them.
 
         The vocabulary-wide scores need never exist: only the top-k enter the draw.
         """
