@@ -57,9 +57,11 @@ mean little.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import resource
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -286,6 +288,32 @@ def gemm_gflops(model, rows: int) -> dict[tuple[LinearShape, int], dict[str, flo
     return table
 
 
+def onednn_implementations(model, choice: KernelChoice) -> list[str]:
+    """The oneDNN implementations that run the chosen kernels, from oneDNN's verbose log of one call per shape.
+
+    This is how to tell that bfloat16 products run on AMX (``avx512_core_amx``)
+    or AVX512-BF16 (``avx512_core_bf16``) units.  The log goes to file
+    descriptor 1 from C++, so it is caught there.  MKL's products (``aten`` in
+    float32) leave no line.
+    """
+    with tempfile.TemporaryFile(mode="w+") as log:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(log.fileno(), 1)
+        try:
+            with torch.inference_mode(), torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+                for shape, (weight, bias) in kernel_shapes(model).items():
+                    LINEAR_KERNELS[choice.linears[shape]].prepare(weight, bias, choice.rows)(
+                        torch.randn(choice.rows, weight.shape[1], dtype=weight.dtype))
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+        log.seek(0)
+        fields = [line.split(",") for line in log if line.startswith("onednn_verbose") and ",exec,cpu," in line]
+    return sorted({f"{f[5]} {f[6]}" for f in fields if f[5] != "reorder"})
+
+
 def cpu_line() -> str:
     """Vendor, model and the instruction-set extensions that decide which kernels win."""
     info = cpu_info()
@@ -308,7 +336,8 @@ def print_gemm_table(dtype: torch.dtype, table: dict[tuple[LinearShape, int], di
 
 
 def print_report(timings: dict[str, Timing], gemm: dict[torch.dtype, dict], chosen: dict[str, KernelChoice],
-                 shares: dict[str, dict[str, float]], agreement: tuple[int, int]) -> None:
+                 implementations: dict[str, list[str]], shares: dict[str, dict[str, float]],
+                 agreement: tuple[int, int]) -> None:
     print(f"\n{'method':<16}{'median s':>10}{'completions/s':>15}{'peak RSS so far, MiB':>22}")
     for key, timing in timings.items():
         print(f"{key} {timing.label:<14}{timing.seconds:>10.3f}{timing.per_second:>15.1f}{timing.peak_rss_mib:>22.0f}")
@@ -320,6 +349,7 @@ def print_report(timings: dict[str, Timing], gemm: dict[torch.dtype, dict], chos
     print("\nkernels the engine chose (first run):")
     for key, choice in chosen.items():
         print(f"  ({key}) {choice.summary()}")
+        print(f"      oneDNN ran them as: {'; '.join(implementations[key]) or 'none (all MKL)'}")
     for key, share in shares.items():
         peak = max(max(rates.values()) for rates in gemm[torch.float32 if key == "c" else torch.bfloat16].values())
         print(f"({key}) reaches {share['shared']:.1%} of the best rate in its table ({peak:.1f} GFLOP/s) counting the "
@@ -373,12 +403,13 @@ def main() -> None:
     for key, (label, make) in methods.items():
         timings[key] = Timing(label, median_seconds(make(), args.repetitions), len(requests), peak_rss_mib())
     kernels = KernelChooser(None)  # decisions in memory: every run of this script measures afresh
-    chosen, gemm = {}, {}
+    chosen, gemm, implementations = {}, {}, {}
     for key, dtype in (("c", torch.float32), ("d", torch.bfloat16)):
         model.to(dtype)
         timings[key], chosen[key], rows = timed_engine(model, tokenizer, requests, protocol, kernels,
                                                       f"engine {'fp32' if key == 'c' else 'bf16'}", args.repetitions)
         gemm[dtype] = gemm_gflops(model, rows)
+        implementations[key] = onednn_implementations(model, chosen[key])
         if key == "c":
             agreement_requests = requests[:AGREEMENT_PROMPTS * protocol.num_samples]
             agreement = batch_size_agreement(model, tokenizer, agreement_requests, protocol, kernels)
@@ -388,7 +419,7 @@ def main() -> None:
     for key, dtype in (("c", torch.float32), ("d", torch.bfloat16)):
         peak = max(max(rates.values()) for rates in gemm[dtype].values()) * 1e9
         shares[key] = {way: 2 * params * count / timings[key].seconds / peak for way, count in tokens.items()}
-    print_report(timings, gemm, chosen, shares, agreement)
+    print_report(timings, gemm, chosen, implementations, shares, agreement)
 
 
 if __name__ == "__main__":
