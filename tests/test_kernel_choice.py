@@ -150,6 +150,14 @@ def test_packed_kernels_only_where_memory_allows(tmp_path, monkeypatch):
     assert not any(label.endswith("-packed") for label in timer.labels)
 
 
+def test_packing_counts_every_layer_of_the_model_not_only_the_samples(tmp_path, monkeypatch):
+    monkeypatch.setattr(kernel_choice, "_free_memory", lambda: 4 * 10**9)
+    timer = FakeTimer(**{"*": "aten"})
+    KernelChooser(tmp_path, timer=timer).choose(layers(), dtype=torch.float32, rows=6, attention=None,
+                                                packed_bytes=2 * 10**9)  # a 500M-parameter float32 model
+    assert not any(label.endswith("-packed") for label in timer.labels)
+
+
 @pytest.mark.parametrize("fastest, attention", [(k, ("eager", "sdpa")[i % 2]) for i, k in enumerate(FLOAT32_KERNELS)])
 def test_the_engine_runs_and_records_the_chosen_kernels_and_decodes_as_model_generate(
         tiny_models, tmp_path, monkeypatch, fastest, attention):

@@ -117,7 +117,10 @@ def choose_kernels(model: torch.nn.Module, chooser: KernelChooser, *, rows: int,
     if getattr(config, "_attn_implementation", None) in ("sdpa", "eager"):
         heads = config.num_attention_heads
         attention = AttentionShape(heads, getattr(config, "head_dim", None) or config.hidden_size // heads, keys)
-    return chooser.choose(kernel_shapes(model), dtype=model.dtype, rows=rows, attention=attention)
+    packed_bytes = sum(m.weight.numel() * m.weight.element_size() for m in model.modules()
+                       if layer_weight_and_bias(m) is not None)
+    return chooser.choose(kernel_shapes(model), dtype=model.dtype, rows=rows, attention=attention,
+                          packed_bytes=packed_bytes)
 
 
 class ChunkedHead:

@@ -217,12 +217,18 @@ class KernelChooser:
                 f"{str(dtype).removeprefix('torch.')} | {kind} {shape} | {rows} rows")
 
     def choose(self, linears: Mapping[LinearShape, tuple[torch.Tensor, torch.Tensor | None]], *,
-               dtype: torch.dtype, rows: int, attention: AttentionShape | None) -> KernelChoice:
-        """The fastest kernel per linear shape (one sample layer's weight and bias each) and for the attention."""
+               dtype: torch.dtype, rows: int, attention: AttentionShape | None,
+               packed_bytes: int | None = None) -> KernelChoice:
+        """The fastest kernel per linear shape (one sample layer's weight and bias each) and for the attention.
+
+        ``packed_bytes`` is what packed copies of all the model's layers would
+        take (by default, of the samples alone).
+        """
         packing = self.packing
         if packing is None:
-            weight_bytes = sum(w.numel() * w.element_size() for w, _ in linears.values())
-            packing = weight_bytes <= PACKING_MEMORY_SHARE * _free_memory()
+            if packed_bytes is None:
+                packed_bytes = sum(w.numel() * w.element_size() for w, _ in linears.values())
+            packing = packed_bytes <= PACKING_MEMORY_SHARE * _free_memory()
         choice = KernelChoice(dtype, rows)
         known = self._read()
         fresh: dict[str, str] = {}
