@@ -7,13 +7,7 @@ import torch
 from transformers.pytorch_utils import Conv1D
 
 from fairness_core.backends import cpu_kernels
-from fairness_core.backends.cpu_kernels import (
-    ChunkedHead,
-    chosen_attention,
-    fast_cpu_kernels,
-    plain_head,
-    swapped_linears,
-)
+from fairness_core.backends.cpu_kernels import chosen_attention, fast_cpu_kernels, kernel_shapes, swapped_linears
 from fairness_core.backends.kernel_choice import KernelChoice, LinearShape, linear_candidates
 
 #: The kernels this machine can run, per dtype (all four on x86 with oneDNN and MKL, only ``aten`` elsewhere).
@@ -55,7 +49,7 @@ def test_every_kernel_computes_what_nn_linear_computes(dtype, kernel, make_input
     layer = linear(bias=bias).to(dtype)
     x = make_input().to(dtype)
     expected = layer(x)
-    with torch.inference_mode(), swapped_linears(layer, everywhere(layer, kernel), None, include_head=True):
+    with torch.inference_mode(), swapped_linears(layer, everywhere(layer, kernel)):
         assert swapped(layer) == (kernel != "aten")
         got = layer(x)
     assert got.shape == expected.shape and got.dtype == expected.dtype
@@ -70,15 +64,14 @@ def test_conv1d_is_read_through_gpt2s_transposed_weight(kernel):
     torch.nn.init.normal_(layer.bias)
     x = torch.randn(4, 3, 48)
     expected = layer(x)
-    with torch.inference_mode(), swapped_linears(layer, everywhere(layer, kernel), None, include_head=True):
+    with torch.inference_mode(), swapped_linears(layer, everywhere(layer, kernel)):
         got = layer(x)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_swaps_are_undone_when_the_block_raises():
     model = torch.nn.Sequential(linear(), torch.nn.ReLU(), linear(80, 8))
-    with pytest.raises(RuntimeError, match="boom"), swapped_linears(model, everywhere(model, "onednn"), None,
-                                                                     include_head=True):
+    with pytest.raises(RuntimeError, match="boom"), swapped_linears(model, everywhere(model, "onednn")):
         assert swapped(model[0]) and swapped(model[2])
         raise RuntimeError("boom")
     assert not swapped(model[0]) and not swapped(model[2])
@@ -99,7 +92,7 @@ def test_layers_with_their_own_code_are_left_alone():
     subclass = LoRALinear(48, 80)
     plain = linear()
     model = torch.nn.ModuleList([hooked, subclass, plain])
-    with swapped_linears(model, everywhere(model, "onednn"), None, include_head=True):
+    with swapped_linears(model, everywhere(model, "onednn")):
         assert hooked.forward is hook
         assert [swapped(m) for m in model[1:]] == [False, True]
     assert hooked.forward is hook
@@ -109,7 +102,7 @@ def test_layers_with_their_own_code_are_left_alone():
 def test_a_shape_without_a_choice_keeps_pytorchs_kernel():
     model = torch.nn.Sequential(linear(), linear(80, 8))
     choice = KernelChoice(torch.float32, 7, linears={LinearShape(48, 80, True): "onednn"})
-    with swapped_linears(model, choice, None, include_head=True):
+    with swapped_linears(model, choice):
         assert [swapped(m) for m in model] == [True, False]
 
 
@@ -144,36 +137,12 @@ def test_a_gpt2_gives_the_same_logits_on_every_kernel(tiny_models, kernel):
     torch.testing.assert_close(got[real], expected[real], rtol=1e-4, atol=1e-5)
 
 
-def test_the_head_the_engine_chunks_is_not_swapped(tiny_models):
-    """A packed copy of a 32k-wide head that is never called would cost memory for nothing."""
+def test_the_lm_head_runs_on_the_kernel_chosen_for_its_timed_slice(tiny_models, monkeypatch):
+    """Timing the whole vocabulary-wide product would cost most of the budget: a slice of it is timed instead."""
+    monkeypatch.setattr(cpu_kernels, "HEAD_TIMING_COLUMNS", 128)
     model, _ = tiny_models["sentencepiece"]
-    head = plain_head(model)
-    assert head is model.lm_head
-    choice = everywhere(model, "onednn")
-    choice.linears[cpu_kernels.head_chunk_shape(head)] = "onednn"
-    with fast_cpu_kernels(model, choice) as chunked:
-        assert isinstance(chunked, ChunkedHead)
-        assert not swapped(head) and swapped(model.transformer.h[0].mlp.c_fc)
-
-
-def test_no_chunked_head_for_a_model_that_may_transform_its_logits():
-    model = torch.nn.Sequential(linear())  # not one of PLAIN_HEAD_MODELS
-    assert plain_head(model) is None
-
-
-@pytest.mark.parametrize("dtype, kernel", DTYPE_KERNELS, ids=[f"{str(d)[6:]}-{k}" for d, k in DTYPE_KERNELS])
-@pytest.mark.parametrize("k", [1, 5, 64, 300])
-def test_chunked_head_top_k_is_the_top_k_of_all_logits(monkeypatch, dtype, kernel, k):
-    """Chunks of 64 columns over a 300-word vocabulary: the last chunk is short, and k can exceed a chunk."""
-    monkeypatch.setattr(cpu_kernels, "HEAD_CHUNK", 64)
-    torch.manual_seed(2)
-    head = torch.nn.Linear(32, 300, bias=False).to(dtype)
-    hidden = torch.randn(6, 32, dtype=dtype)
-    with torch.inference_mode():
-        values, token_ids = ChunkedHead(head, kernel, rows=6).top_k(hidden, k)
-        logits = head(hidden)
-    expected_values, expected_ids = logits.topk(k, dim=-1)
-    torch.testing.assert_close(values, expected_values, **TOLERANCE[dtype])
-    torch.testing.assert_close(logits.gather(1, token_ids), values, **TOLERANCE[dtype])
-    if dtype == torch.float32:  # bfloat16 logits tie often; ties may come in another order
-        assert torch.equal(token_ids, expected_ids)
+    part = LinearShape(model.config.n_embd, 128, False)
+    weight, bias = kernel_shapes(model)[part]
+    assert weight.shape == (128, model.config.n_embd) and bias is None
+    with swapped_linears(model, KernelChoice(torch.float32, 4, linears={part: "onednn"})):
+        assert [name for name, m in model.named_modules() if swapped(m)] == ["lm_head"]

@@ -14,7 +14,7 @@ import pytest
 import torch
 from test_generation import REQUESTS, SAMPLING, expected_completion
 
-from fairness_core.backends import cpu_kernels, kernel_choice
+from fairness_core.backends import kernel_choice
 from fairness_core.backends.hf import HFBackend
 from fairness_core.backends.kernel_choice import (
     CHOICES_FILE,
@@ -160,9 +160,7 @@ def test_packing_counts_every_layer_of_the_model_not_only_the_samples(tmp_path, 
 
 @pytest.mark.parametrize("fastest, attention", [(k, ("eager", "sdpa")[i % 2]) for i, k in enumerate(FLOAT32_KERNELS)])
 def test_the_engine_runs_and_records_the_chosen_kernels_and_decodes_as_model_generate(
-        tiny_models, tmp_path, monkeypatch, fastest, attention):
-    """Chunks of 128 columns over the 500-word vocabulary, so that the chunked top-k merges several chunks."""
-    monkeypatch.setattr(cpu_kernels, "HEAD_CHUNK", 128)
+        tiny_models, tmp_path, fastest, attention):
     model, tokenizer = tiny_models["sentencepiece"]
     chooser = KernelChooser(tmp_path, timer=FakeTimer(attention=attention, **{"*": fastest}))
     backend = HFBackend(model, tokenizer, seed=0, batch_size=8, kernels=chooser)
@@ -170,5 +168,6 @@ def test_the_engine_runs_and_records_the_chosen_kernels_and_decodes_as_model_gen
     assert got == [expected_completion(model, tokenizer, r, SAMPLING) for r in REQUESTS]
     recorded = backend.description["kernels"]
     assert recorded.startswith("float32 x8: ")
-    assert f"{model.config.n_embd}x128 {fastest}" in recorded and f"attention {attention}" in recorded
+    assert f"{model.config.n_embd}x{model.config.vocab_size} {fastest}" in recorded  # the LM head
+    assert f"attention {attention}" in recorded
     assert cpu_name() in recorded

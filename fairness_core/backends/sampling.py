@@ -59,23 +59,14 @@ def filter_candidates(scores: torch.Tensor, protocol: SamplingProtocol) -> tuple
     top-k are taken first and only they are divided: one pass over the
     vocabulary instead of a second vocabulary-wide tensor per step.
     """
-    values, token_ids = scores.topk(top_k_count(protocol, scores.shape[-1]), dim=-1)
-    return temper(values, protocol), token_ids
-
-
-def top_k_count(protocol: SamplingProtocol, vocabulary: int) -> int:
-    """How many of the best tokens stay candidates: ``top_k``, where 0 means the whole vocabulary."""
-    return vocabulary if protocol.top_k == 0 else min(protocol.top_k, vocabulary)
-
-
-def temper(values: torch.Tensor, protocol: SamplingProtocol) -> torch.Tensor:
-    """The top-k scores (best first) over the temperature, in float32, with the tokens beyond top-p at ``-inf``."""
+    k = scores.shape[-1] if protocol.top_k == 0 else min(protocol.top_k, scores.shape[-1])
+    values, token_ids = scores.topk(k, dim=-1)
     values = values.float() / protocol.temperature
     if protocol.top_p < 1.0:
         probs = values.softmax(dim=-1)
         mass_before = probs.cumsum(dim=-1) - probs
         values = values.masked_fill(mass_before >= protocol.top_p, float("-inf"))
-    return values
+    return values, token_ids
 
 
 def draw(values: torch.Tensor, token_ids: torch.Tensor, keys: torch.Tensor, step: int) -> torch.Tensor:
@@ -109,17 +100,6 @@ class SeededSampler(LogitsProcessor):
         per prompt and only they are copied to the prompt's samples.
         """
         values, token_ids = filter_candidates(scores, self.protocol)
-        return self._draw(values, token_ids, step, copies)
-
-    def tokens_from_top_k(self, values: torch.Tensor, token_ids: torch.Tensor, step: int,
-                          copies: torch.Tensor | None = None) -> torch.Tensor:
-        """:meth:`tokens` from the raw top-k scores (best first) and their ids, as the chunked LM head gives them.
-
-        The vocabulary-wide scores need never exist: only the top-k enter the draw.
-        """
-        return self._draw(temper(values, self.protocol), token_ids, step, copies)
-
-    def _draw(self, values, token_ids, step, copies) -> torch.Tensor:
         if copies is not None:
             values, token_ids = values[copies], token_ids[copies]
         return draw(values, token_ids, self.keys, step)
