@@ -12,9 +12,9 @@ prompts, under the reference protocol (top-k 50, temperature 1, sampling on).
     (c) engine fp32  ``HFBackend.generate`` with ``batch_size="auto"`` (sorted
                      batches as large as memory allows, up to 512 rows; the
                      prompt's prefill shared by its samples; a static KV
-                     cache; per-row seeded sampling over the top-k of a
-                     chunked LM head; linear and attention kernels chosen by
-                     timing them on this CPU), the path the audit takes.
+                     cache; per-row seeded sampling over the top-k; linear
+                     and attention kernels chosen by timing them on this
+                     CPU), the path the audit takes.
     (d) engine bf16  the same with the model cast to bfloat16.
 
 The model is GPT-2-shaped with about 110M parameters and a 32k vocabulary,
@@ -35,7 +35,7 @@ How to read the output:
 * The CPU line names the vendor, the model and the instruction-set
   extensions that decide which kernels win (AVX-512, AVX512-BF16, AMX).
 * The GEMM table gives every candidate linear kernel's rate at the engine's
-  own shapes (each distinct layer shape, the LM head's chunk, at the decoding
+  own shapes (each distinct layer shape, a slice of the LM head, at the decoding
   batch's rows) in float32 and bfloat16, and the kernel the engine chose for
   each; the square 2048 product is there for comparison with older results.
 * "Share of the best GEMM rate" compares the engine's useful arithmetic
@@ -263,8 +263,8 @@ def engine_tokens(tokenizer, prompts: list[str], protocol: SamplingProtocol) -> 
 def gemm_gflops(model, rows: int) -> dict[tuple[LinearShape, int], dict[str, float]]:
     """GFLOP/s of every candidate linear kernel, ``{(shape, rows): {kernel: rate}}``, at the model's shapes.
 
-    Each distinct linear shape of the model (the LM head as the chunk the
-    engine runs) at the decoding batch's ``rows``, with the model's own
+    Each distinct linear shape of the model (the LM head as the slice its
+    kernel is timed on) at the decoding batch's ``rows``, with the model's own
     weights, plus a square ``GEMM_SIZE`` product for comparison with older
     results.  Median of :data:`GEMM_REPEATS` calls after a warm-up.
     """

@@ -8,7 +8,7 @@ an Intel Xeon with AMX MKL was the faster of the two on square products; packed
 AMX or AVX512-BF16 units only where oneDNN picks those kernels.  So at the
 start of a ``generate`` call the engine times every candidate on the shapes it
 is about to run - each distinct linear-layer shape of the model at the batch's
-row count, the LM head's chunk, and one decoding step's attention - and uses
+row count, a slice of the LM head, and one decoding step's attention - and uses
 the fastest of each.
 
 Timing costs a fraction of a second (the report records how long), and the
