@@ -11,10 +11,13 @@ is about to run - each distinct linear-layer shape of the model at the batch's
 row count, a slice of the LM head, and one decoding step's attention - and uses
 the fastest of each.
 
-Timing costs a fraction of a second (the report records how long), and the
-decision is written to ``kernel-choices.json`` in the cache folder, keyed by
-CPU model, torch version, thread count, dtype and shape, so a second run on
-the same machine measures nothing.  Every candidate computes the layer's own
+Each candidate runs once untimed and :data:`TIMED_CALLS` times, at most a few
+dozen products of the decoding batch's size (the report records how long it
+took), and the decision is written to ``kernel-choices.json`` in the cache
+folder, keyed by CPU model, torch version, thread count, dtype, shape and rows,
+so a second run on the same machine measures nothing.  A decision taken while
+other processes compete for the CPU can be a poor one; deleting the file
+measures again.  Every candidate computes the layer's own
 arithmetic; they differ in the order of the sums, as one kernel on two batch
 shapes does.
 
