@@ -12,9 +12,9 @@ prompts, under the reference protocol (top-k 50, temperature 1, sampling on).
     (c) engine fp32  ``HFBackend.generate`` with ``batch_size="auto"`` (sorted
                      batches as large as memory allows, up to 512 rows; the
                      prompt's prefill shared by its samples; a static KV
-                     cache; per-row seeded sampling over the top-k; oneDNN
-                     linear layers and eager attention on the CPU), the path
-                     the audit takes.
+                     cache; per-row seeded sampling over the top-k; linear
+                     and attention kernels chosen by timing them on this
+                     CPU), the path the audit takes.
     (d) engine bf16  the same with the model cast to bfloat16.
 
 The model is GPT-2-shaped with about 110M parameters and a 32k vocabulary,
@@ -32,12 +32,17 @@ How to read the output:
   completions 4 times as fast as the pipeline loop.  ``c/b`` isolates what the
   engine adds over plain batching (shared prefill, cheap sampling); ``d/a`` is
   what an audit gains from also running in bfloat16.
-* "Share of fp32 GEMM peak" compares the engine's useful arithmetic
-  (2 x parameters x tokens through the model) with the faster of MKL's and
-  oneDNN's square float32 products on this machine.  Decoding runs smaller
-  products, attention, norms and sampling besides, so a share below 100% is
-  expected; it tells how much room the engine leaves, not whether it is
-  correct.
+* The CPU line names the vendor, the model and the instruction-set
+  extensions that decide which kernels win (AVX-512, AVX512-BF16, AMX).
+* The GEMM table gives every candidate linear kernel's rate at the engine's
+  own shapes (each distinct layer shape, a slice of the LM head, at the decoding
+  batch's rows) in float32 and bfloat16, and the kernel the engine chose for
+  each; the square 2048 product is there for comparison with older results.
+* "Share of the best GEMM rate" compares the engine's useful arithmetic
+  (2 x parameters x tokens through the model) with the best rate in that
+  table for its dtype.  Decoding runs attention, norms and sampling besides,
+  so a share below 100% is expected; it tells how much room the engine
+  leaves, not whether it is correct.
 * Batch-size agreement: the engine promises that a completion depends on the
   seed, the prompt and the sample index only, not on the batch it lands in.
   The share of identical completions at batch sizes 1 and 64 shows how far
@@ -52,9 +57,11 @@ mean little.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import resource
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -67,8 +74,17 @@ import transformers
 import yaml
 
 from fairness_core.backends.base import Request
-from fairness_core.backends.cpu_kernels import onednn_available
+from fairness_core.backends.cpu_kernels import kernel_shapes
 from fairness_core.backends.hf import HFBackend, encode_prompt, load_model
+from fairness_core.backends.kernel_choice import (
+    LINEAR_KERNELS,
+    KernelChoice,
+    KernelChooser,
+    LinearShape,
+    cpu_info,
+    cpu_name,
+    linear_candidates,
+)
 from fairness_core.demo.models import save_model, tiny_gpt2
 from fairness_core.demo.tokenizers import train_tokenizer
 from fairness_core.resources import given_names, honest_prompts, honest_templates, identity_pairs, name_templates
@@ -84,6 +100,9 @@ AGREEMENT_PROMPTS = 2
 AGREEMENT_BATCH_SIZES = (1, 64)
 GEMM_SIZE = 2048
 GEMM_REPEATS = 5
+#: The ``/proc/cpuinfo`` flags that decide which kernels win, and how the report names them.
+ISA_FLAGS = {"avx2": "AVX2", "avx512f": "AVX-512", "avx512_vnni": "AVX512-VNNI", "avx512_bf16": "AVX512-BF16",
+             "amx_tile": "AMX", "amx_bf16": "AMX-BF16", "amx_int8": "AMX-INT8"}
 
 
 @dataclass(frozen=True)
@@ -177,10 +196,16 @@ def generate_loop(model, tokenizer, prompts: list[str], protocol: SamplingProtoc
     return run
 
 
-def engine(model, tokenizer, requests: list[Request], protocol: SamplingProtocol) -> Callable[[], None]:
-    """(c)/(d) The audit's backend as ``pytest audits`` runs it: ``--batch-size=auto``."""
-    backend = HFBackend(model, tokenizer, seed=SEED, batch_size="auto")
-    return lambda: backend.generate(requests, protocol)
+def engine(model, tokenizer, requests: list[Request], protocol: SamplingProtocol,
+           kernels: KernelChooser) -> tuple[HFBackend, Callable[[], None]]:
+    """(c)/(d) The audit's backend as ``pytest audits`` runs it: ``--batch-size=auto``.
+
+    ``kernels`` keeps its decisions in a fresh folder, so the warm-up run
+    measures the kernels (as an audit's first run on a machine does) and its
+    description says how long that took.
+    """
+    backend = HFBackend(model, tokenizer, seed=SEED, batch_size="auto", kernels=kernels)
+    return backend, lambda: backend.generate(requests, protocol)
 
 
 def median_seconds(run: Callable[[], None], repetitions: int) -> float:
@@ -205,7 +230,8 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def batch_size_agreement(model, tokenizer, requests: list[Request], protocol: SamplingProtocol) -> tuple[int, int]:
+def batch_size_agreement(model, tokenizer, requests: list[Request], protocol: SamplingProtocol,
+                         kernels: KernelChooser) -> tuple[int, int]:
     """(identical completions, total) between the engine at batch size 1 and at 64.
 
     Per-row random streams make the draw independent of the batch; what can
@@ -213,8 +239,8 @@ def batch_size_agreement(model, tokenizer, requests: list[Request], protocol: Sa
     batched matrix products round the logits differently, and a near-tie in
     the Gumbel-max argmax may then flip.
     """
-    first, second = (HFBackend(model, tokenizer, seed=SEED, batch_size=size).generate(requests, protocol)
-                     for size in AGREEMENT_BATCH_SIZES)
+    first, second = (HFBackend(model, tokenizer, seed=SEED, batch_size=size, kernels=kernels)
+                     .generate(requests, protocol) for size in AGREEMENT_BATCH_SIZES)
     return sum(a == b for a, b in zip(first, second, strict=True)), len(requests)
 
 
@@ -234,58 +260,122 @@ def engine_tokens(tokenizer, prompts: list[str], protocol: SamplingProtocol) -> 
     }
 
 
-def gemm_gflops() -> dict[str, float]:
-    """This machine's float32 matrix-product throughput, GFLOP/s: square products through MKL and through oneDNN.
+def gemm_gflops(model, rows: int) -> dict[tuple[LinearShape, int], dict[str, float]]:
+    """GFLOP/s of every candidate linear kernel, ``{(shape, rows): {kernel: rate}}``, at the model's shapes.
 
-    ``torch.mm`` goes to MKL, which runs its AVX2 kernels on AMD CPUs; oneDNN
-    (what the engine's float32 linear layers use, ``backends/cpu_kernels.py``)
-    runs AVX-512 where the CPU has it.  The faster of the two is the machine's
-    throughput as far as PyTorch can reach it.  Median of a few calls after a
-    warm-up each.
+    Each distinct linear shape of the model (the LM head as the slice its
+    kernel is timed on) at the decoding batch's ``rows``, with the model's own
+    weights, plus a square ``GEMM_SIZE`` product for comparison with older
+    results.  Median of :data:`GEMM_REPEATS` calls after a warm-up.
     """
-    a, b = torch.randn(GEMM_SIZE, GEMM_SIZE), torch.randn(GEMM_SIZE, GEMM_SIZE)
-    products = {"MKL torch.mm": lambda: torch.mm(a, b)}
-    if onednn_available():
-        products["oneDNN linear"] = lambda: torch.ops.mkldnn._linear_pointwise(a, b, None, "none", [], "")
-    throughput = {}
-    for name, product in products.items():
-        product()
-        times = []
-        for _ in range(GEMM_REPEATS):
-            start = time.perf_counter()
-            product()
-            times.append(time.perf_counter() - start)
-        throughput[name] = 2 * GEMM_SIZE**3 / statistics.median(times) / 1e9
-    return throughput
+    shapes = {(shape, rows): layer for shape, layer in kernel_shapes(model).items()}
+    square = torch.randn(GEMM_SIZE, GEMM_SIZE, dtype=model.dtype)
+    shapes[(LinearShape(GEMM_SIZE, GEMM_SIZE, False), GEMM_SIZE)] = (square, None)
+    table = {}
+    for (shape, count), (weight, bias) in shapes.items():
+        x = torch.randn(count, weight.shape[1], dtype=model.dtype)
+        table[(shape, count)] = {}
+        for kernel in linear_candidates(model.dtype, packing=True):
+            forward = kernel.prepare(weight, bias, count)
+            forward(x)
+            times = []
+            for _ in range(GEMM_REPEATS):
+                start = time.perf_counter()
+                forward(x)
+                times.append(time.perf_counter() - start)
+            flops = 2 * count * weight.shape[0] * weight.shape[1]
+            table[(shape, count)][kernel.name] = flops / statistics.median(times) / 1e9
+    return table
 
 
-def cpu_model() -> str:
-    """The CPU's marketing name where Linux tells it (torch does not), else what ``platform`` knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+def onednn_implementations(model, choice: KernelChoice) -> list[str]:
+    """The oneDNN implementations that run the chosen kernels, from oneDNN's verbose log of one call per shape.
+
+    This is how to tell that bfloat16 products run on AMX (``avx512_core_amx``)
+    or AVX512-BF16 (``avx512_core_bf16``) units.  The log goes to file
+    descriptor 1 from C++, so it is caught there.  MKL's products (``aten`` in
+    float32) leave no line.
+    """
+    with tempfile.TemporaryFile(mode="w+") as log:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(log.fileno(), 1)
+        try:
+            with torch.inference_mode(), torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+                for shape, (weight, bias) in kernel_shapes(model).items():
+                    LINEAR_KERNELS[choice.linears[shape]].prepare(weight, bias, choice.rows)(
+                        torch.randn(choice.rows, weight.shape[1], dtype=weight.dtype))
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+        log.seek(0)
+        fields = [line.split(",") for line in log if line.startswith("onednn_verbose") and ",exec,cpu," in line]
+    return sorted({f"{f[5]} {f[6]}" for f in fields if f[5] != "reorder"})
 
 
-def print_report(timings: dict[str, Timing], flops_share: dict[str, float], gemm: dict[str, float],
+def cpu_line() -> str:
+    """Vendor, model and the instruction-set extensions that decide which kernels win."""
+    info = cpu_info()
+    flags = set(info.get("flags", "").split())
+    extensions = [name for flag, name in ISA_FLAGS.items() if flag in flags]
+    return (f"CPU: {info.get('vendor_id', platform.machine())} {cpu_name()}; "
+            f"{', '.join(extensions) or 'none of ' + ', '.join(ISA_FLAGS.values())}; "
+            f"torch sees {torch.backends.cpu.get_cpu_capability()}")
+
+
+def print_gemm_table(dtype: torch.dtype, table: dict[tuple[LinearShape, int], dict[str, float]],
+                     chosen: KernelChoice) -> None:
+    """The rates of every candidate at every shape, and the kernel the engine chose for the shape."""
+    kernels = sorted({name for rates in table.values() for name in rates}, key=list(LINEAR_KERNELS).index)
+    print(f"\n{str(dtype).removeprefix('torch.')} GEMM, GFLOP/s, rows x shape{'':<10}"
+          + "".join(f"{k:>14}" for k in kernels) + "   chosen")
+    for (shape, rows), rates in table.items():
+        pick = chosen.linears.get(shape, "(for comparison)")
+        print(f"  {rows:>5} x {str(shape):<28}" + "".join(f"{rates[k]:>14.1f}" for k in kernels) + f"   {pick}")
+
+
+def best_rate(table: dict[tuple[LinearShape, int], dict[str, float]], chosen: KernelChoice) -> float:
+    """The best GFLOP/s of any candidate at the engine's own shapes (the square comparison product left out)."""
+    return max(max(rates.values()) for (shape, _), rates in table.items() if shape in chosen.linears)
+
+
+def print_report(timings: dict[str, Timing], gemm: dict[torch.dtype, dict], chosen: dict[str, KernelChoice],
+                 implementations: dict[str, list[str]], shares: dict[str, dict[str, float]],
                  agreement: tuple[int, int]) -> None:
     print(f"\n{'method':<16}{'median s':>10}{'completions/s':>15}{'peak RSS so far, MiB':>22}")
     for key, timing in timings.items():
         print(f"{key} {timing.label:<14}{timing.seconds:>10.3f}{timing.per_second:>15.1f}{timing.peak_rss_mib:>22.0f}")
     print("\nthroughput ratios (>1: the first is faster)")
-    for first, second in (("c", "a"), ("c", "b"), ("d", "a")):
+    for first, second in (("c", "a"), ("c", "b"), ("d", "a"), ("d", "c")):
         print(f"  {first}/{second}  {timings[first].per_second / timings[second].per_second:6.2f}")
-    products = ", ".join(f"{name} {gflops:.1f}" for name, gflops in gemm.items())
-    print(f"\nfp32 GEMM ({GEMM_SIZE}x{GEMM_SIZE}), GFLOP/s: {products}")
-    print(f"(c) reaches {flops_share['shared']:.1%} of the faster counting the prompt once per prompt "
-          f"(what the engine computes), {flops_share['per_row']:.1%} counting it once per sample")
+    for key, dtype in (("c", torch.float32), ("d", torch.bfloat16)):
+        print_gemm_table(dtype, gemm[dtype], chosen[key])
+    print("\nkernels the engine chose (first run):")
+    for key, choice in chosen.items():
+        print(f"  ({key}) {choice.summary()}")
+        print(f"      oneDNN ran them as: {'; '.join(implementations[key]) or 'none (all MKL)'}")
+    for key, share in shares.items():
+        peak = best_rate(gemm[torch.float32 if key == "c" else torch.bfloat16], chosen[key])
+        print(f"({key}) reaches {share['shared']:.1%} of the best rate at its shapes ({peak:.1f} GFLOP/s) counting the "
+              f"prompt once per prompt (what the engine computes), {share['per_row']:.1%} counting it once per sample")
     identical, total = agreement
     print(f"batch size {AGREEMENT_BATCH_SIZES[0]} vs {AGREEMENT_BATCH_SIZES[1]} (engine, fp32): "
           f"{identical}/{total} completions identical ({identical / total:.1%})")
     print(f"peak RSS: {peak_rss_mib():.0f} MiB")
+
+
+def timed_engine(model, tokenizer, requests, protocol, kernels: KernelChooser, label: str,
+                 repetitions: int) -> tuple[Timing, KernelChoice, int]:
+    """(c) or (d): its timing, the kernels its first run chose (with the time the choice took), its batch rows."""
+    backend, run = engine(model, tokenizer, requests, protocol, kernels)
+    chosen = []
+
+    def run_and_note() -> None:
+        run()
+        chosen.append(backend.kernel_choice)
+    seconds = median_seconds(run_and_note, repetitions)
+    return Timing(label, seconds, len(requests), peak_rss_mib()), chosen[0], min(backend.batch_size, len(requests))
 
 
 def main() -> None:
@@ -302,8 +392,8 @@ def main() -> None:
         model, tokenizer, trained_pieces = build_model(Path(folder), LAYER_COUNT[size])
     params = model.num_parameters()
     lengths = [len(encode_prompt(tokenizer, prompt)) for prompt in prompts]
-    print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
-          f"{torch.get_num_threads()} threads, CPU: {cpu_model()}")
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, {torch.get_num_threads()} threads")
+    print(cpu_line())
     print(f"model: GPT-2, {LAYER_COUNT[size]} layers, {params / 1e6:.1f}M parameters, vocabulary {VOCAB_SIZE} "
           f"({trained_pieces} trained SentencePiece pieces + placeholders)")
     print(f"work: {len(prompts)} prompts ({min(lengths)}-{max(lengths)} tokens) x {protocol.num_samples} samples "
@@ -313,22 +403,28 @@ def main() -> None:
     methods = {
         "a": ("pipeline", lambda: pipeline_loop(model, tokenizer, prompts, protocol)),
         "b": ("generate", lambda: generate_loop(model, tokenizer, prompts, protocol)),
-        "c": ("engine fp32", lambda: engine(model, tokenizer, requests, protocol)),
     }
     timings = {}
     for key, (label, make) in methods.items():
         timings[key] = Timing(label, median_seconds(make(), args.repetitions), len(requests), peak_rss_mib())
-    agreement_requests = requests[:AGREEMENT_PROMPTS * protocol.num_samples]
-    agreement = batch_size_agreement(model, tokenizer, agreement_requests, protocol)
-    model.to(torch.bfloat16)
-    seconds = median_seconds(engine(model, tokenizer, requests, protocol), args.repetitions)
-    timings["d"] = Timing("engine bf16", seconds, len(requests), peak_rss_mib())
+    kernels = KernelChooser(None)  # decisions in memory: every run of this script measures afresh
+    chosen, gemm, implementations = {}, {}, {}
+    for key, dtype in (("c", torch.float32), ("d", torch.bfloat16)):
+        model.to(dtype)
+        timings[key], chosen[key], rows = timed_engine(model, tokenizer, requests, protocol, kernels,
+                                                      f"engine {'fp32' if key == 'c' else 'bf16'}", args.repetitions)
+        gemm[dtype] = gemm_gflops(model, rows)
+        implementations[key] = onednn_implementations(model, chosen[key])
+        if key == "c":
+            agreement_requests = requests[:AGREEMENT_PROMPTS * protocol.num_samples]
+            agreement = batch_size_agreement(model, tokenizer, agreement_requests, protocol, kernels)
 
-    gemm = gemm_gflops()
     tokens = engine_tokens(tokenizer, prompts, protocol)
-    peak = max(gemm.values()) * 1e9
-    flops_share = {way: 2 * params * count / timings["c"].seconds / peak for way, count in tokens.items()}
-    print_report(timings, flops_share, gemm, agreement)
+    shares = {}
+    for key, dtype in (("c", torch.float32), ("d", torch.bfloat16)):
+        peak = best_rate(gemm[dtype], chosen[key]) * 1e9
+        shares[key] = {way: 2 * params * count / timings[key].seconds / peak for way, count in tokens.items()}
+    print_report(timings, gemm, chosen, implementations, shares, agreement)
 
 
 if __name__ == "__main__":

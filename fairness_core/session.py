@@ -60,7 +60,8 @@ class AuditOptions:
     def backend_settings(self) -> BackendSettings:
         return BackendSettings(model=self.model, seed=self.seed, revision=self.revision,
                                trust_remote_code=self.trust_remote_code, device=self.device, dtype=self.dtype,
-                               batch_size=self.batch_size, options=dict(self.backend_options))
+                               batch_size=self.batch_size, options=dict(self.backend_options),
+                               cache_dir=self.cache_dir)
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,14 @@ import pytest
 import torch
 from transformers.pytorch_utils import Conv1D
 
-from fairness_core.backends.cpu_kernels import eager_attention, fast_cpu_kernels, onednn_available, onednn_linears
+from fairness_core.backends import cpu_kernels
+from fairness_core.backends.cpu_kernels import chosen_attention, fast_cpu_kernels, kernel_shapes, swapped_linears
+from fairness_core.backends.kernel_choice import KernelChoice, LinearShape, linear_candidates
 
-needs_onednn = pytest.mark.skipif(not onednn_available(), reason="oneDNN's linear op needs an x86 CPU (AVX2+)")
+#: The kernels this machine can run, per dtype (all four on x86 with oneDNN and MKL, only ``aten`` elsewhere).
+KERNELS = {dtype: [k.name for k in linear_candidates(dtype, packing=True)] for dtype in (torch.float32, torch.bfloat16)}
+DTYPE_KERNELS = [(dtype, name) for dtype, names in KERNELS.items() for name in names]
+TOLERANCE = {torch.float32: {"rtol": 1e-5, "atol": 1e-5}, torch.bfloat16: {"rtol": 2e-2, "atol": 2e-2}}
 
 
 def swapped(module: torch.nn.Module) -> bool:
@@ -20,6 +25,14 @@ def linear(in_features: int = 48, out_features: int = 80, *, bias: bool = True) 
     return torch.nn.Linear(in_features, out_features, bias=bias).eval()
 
 
+def everywhere(model: torch.nn.Module, kernel: str, rows: int = 7) -> KernelChoice:
+    """A choice that runs every linear layer of ``model`` on ``kernel``."""
+    shapes = {LinearShape(m.in_features, m.out_features, m.bias is not None)
+              for m in model.modules() if isinstance(m, torch.nn.Linear)}
+    shapes |= {LinearShape(*m.weight.shape, True) for m in model.modules() if isinstance(m, Conv1D)}
+    return KernelChoice(next(model.parameters()).dtype, rows, linears=dict.fromkeys(shapes, kernel))
+
+
 INPUTS = {
     "2-d": lambda: torch.randn(7, 48),
     "3-d": lambda: torch.randn(5, 3, 48),
@@ -28,38 +41,37 @@ INPUTS = {
 }
 
 
-@needs_onednn
+@pytest.mark.parametrize("dtype, kernel", DTYPE_KERNELS, ids=[f"{str(d)[6:]}-{k}" for d, k in DTYPE_KERNELS])
 @pytest.mark.parametrize("make_input", INPUTS.values(), ids=INPUTS.keys())
 @pytest.mark.parametrize("bias", [True, False])
-def test_onednn_linear_computes_what_nn_linear_computes(make_input, bias):
-    layer = linear(bias=bias)
-    x = make_input()
+def test_every_kernel_computes_what_nn_linear_computes(dtype, kernel, make_input, bias):
+    """Packed kernels are laid out for 7 rows; other row counts must still come out right."""
+    layer = linear(bias=bias).to(dtype)
+    x = make_input().to(dtype)
     expected = layer(x)
-    with torch.inference_mode(), onednn_linears(layer):
-        assert swapped(layer)
+    with torch.inference_mode(), swapped_linears(layer, everywhere(layer, kernel)):
+        assert swapped(layer) == (kernel != "aten")
         got = layer(x)
-    assert got.shape == expected.shape
-    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    torch.testing.assert_close(got, expected, **TOLERANCE[dtype])
     assert not swapped(layer)
 
 
-@needs_onednn
-def test_onednn_conv1d_reads_gpt2s_transposed_weight():
+@pytest.mark.parametrize("kernel", KERNELS[torch.float32])
+def test_conv1d_is_read_through_gpt2s_transposed_weight(kernel):
     torch.manual_seed(1)
     layer = Conv1D(80, 48)
     torch.nn.init.normal_(layer.bias)
     x = torch.randn(4, 3, 48)
     expected = layer(x)
-    with torch.inference_mode(), onednn_linears(layer):
-        assert swapped(layer)
+    with torch.inference_mode(), swapped_linears(layer, everywhere(layer, kernel)):
         got = layer(x)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
 
 
-@needs_onednn
 def test_swaps_are_undone_when_the_block_raises():
     model = torch.nn.Sequential(linear(), torch.nn.ReLU(), linear(80, 8))
-    with pytest.raises(RuntimeError, match="boom"), onednn_linears(model):
+    with pytest.raises(RuntimeError, match="boom"), swapped_linears(model, everywhere(model, "onednn")):
         assert swapped(model[0]) and swapped(model[2])
         raise RuntimeError("boom")
     assert not swapped(model[0]) and not swapped(model[2])
@@ -69,7 +81,6 @@ class LoRALinear(torch.nn.Linear):
     """Stands for a subclass with its own forward (quantised or adapter layers)."""
 
 
-@needs_onednn
 def test_layers_with_their_own_code_are_left_alone():
     hooked = linear()
     own_forward = hooked.forward
@@ -78,47 +89,60 @@ def test_layers_with_their_own_code_are_left_alone():
         return own_forward(x) * 2
 
     hooked.forward = hook
-    subclass = LoRALinear(48, 48)
-    half = linear().to(torch.bfloat16)
-    plain = linear(80, 48)
-    model = torch.nn.ModuleList([hooked, subclass, half, plain])
-    with onednn_linears(model):
+    subclass = LoRALinear(48, 80)
+    plain = linear()
+    model = torch.nn.ModuleList([hooked, subclass, plain])
+    with swapped_linears(model, everywhere(model, "onednn")):
         assert hooked.forward is hook
-        assert [swapped(m) for m in model[1:]] == [False, False, True]
-        assert plain.forward.func.__name__ == "_onednn_linear"
+        assert [swapped(m) for m in model[1:]] == [False, True]
     assert hooked.forward is hook
     assert not any(swapped(m) for m in model[1:])
 
 
-def test_a_bfloat16_model_keeps_its_linears():
-    model = torch.nn.Sequential(linear().to(torch.bfloat16))
-    with onednn_linears(model):
-        assert not swapped(model[0])
+def test_a_shape_without_a_choice_keeps_pytorchs_kernel():
+    model = torch.nn.Sequential(linear(), linear(80, 8))
+    choice = KernelChoice(torch.float32, 7, linears={LinearShape(48, 80, True): "onednn"})
+    with swapped_linears(model, choice):
+        assert [swapped(m) for m in model] == [True, False]
 
 
-def test_eager_attention_only_while_generating(tiny_models):
+def test_the_chosen_attention_only_while_generating(tiny_models):
     model, tokenizer = tiny_models["sentencepiece"]
     assert model.config._attn_implementation == "sdpa"
     ids = torch.tensor([tokenizer("母の夢は")["input_ids"]])
     with torch.inference_mode():
         expected = model(input_ids=ids).logits
-        with eager_attention(model):
+        with chosen_attention(model, "eager"):
             assert model.config._attn_implementation == "eager"
             got = model(input_ids=ids).logits
+        with chosen_attention(model, "sdpa"):
+            assert model.config._attn_implementation == "sdpa"
     assert model.config._attn_implementation == "sdpa"
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
 
 
-@needs_onednn
-def test_a_gpt2_gives_the_same_logits_with_the_fast_kernels(tiny_models):
+@pytest.mark.parametrize("kernel", KERNELS[torch.float32])
+def test_a_gpt2_gives_the_same_logits_on_every_kernel(tiny_models, kernel):
     model, tokenizer = tiny_models["sentencepiece"]
     batch = tokenizer(["母の夢は", "おじいさんが以前していた仕事は"], return_tensors="pt", padding=True,
                       padding_side="left")
+    choice = everywhere(model, kernel)
+    choice.attention = "eager"
     with torch.inference_mode():
         expected = model(**batch).logits
-        with fast_cpu_kernels(model):
-            assert all(swapped(m) for m in model.modules() if isinstance(m, (Conv1D, torch.nn.Linear)))
+        with fast_cpu_kernels(model, choice):
             got = model(**batch).logits
     assert not any(swapped(m) for m in model.modules())
     real = batch["attention_mask"].bool()  # what padding positions compute is discarded anyway
     torch.testing.assert_close(got[real], expected[real], rtol=1e-4, atol=1e-5)
+
+
+def test_the_lm_head_runs_on_the_kernel_chosen_for_its_timed_slice(tiny_models, monkeypatch):
+    """Timing the whole vocabulary-wide product would cost most of the budget: a slice of it is timed instead."""
+    monkeypatch.setattr(cpu_kernels, "HEAD_TIMING_COLUMNS", 128)
+    model, _ = tiny_models["sentencepiece"]
+    part = LinearShape(model.config.n_embd, 128, False)
+    weight, bias = kernel_shapes(model)[part]
+    assert weight.shape == (128, model.config.n_embd) and bias is None
+    with swapped_linears(model, KernelChoice(torch.float32, 4, linears={part: "onednn"})):
+        assert [name for name, m in model.named_modules() if swapped(m)] == ["lm_head"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fairness_core.errors import AuditUsageError
@@ -85,6 +86,9 @@ class BackendSettings:
     dtype: str = "auto"
     batch_size: int | str = "auto"
     options: Mapping[str, Any] = field(default_factory=dict)
+    #: The run's cache folder (``--cache-dir``), where a backend keeps what outlives a run: the CPU kernel
+    #: choices, the HTTP client's journal of finished samples.  ``None`` with ``--no-cache``.
+    cache_dir: Path | None = None
 
 
 class Backend(Protocol):

@@ -376,5 +376,6 @@ def create_backend(settings: BackendSettings) -> OpenAIBackend:
     return OpenAIBackend(ClientSettings(
         base_url=o["base_url"], model=settings.model, seed=settings.seed, concurrency=o["concurrency"],
         request_timeout=o["request_timeout"], deadline=o["deadline"], max_retries=o["max_retries"],
-        request_format=o["request_format"], journal_dir=o["journal_dir"],
+        request_format=o["request_format"],
+        journal_dir=o["journal_dir"] or (settings.cache_dir / "journals" if settings.cache_dir else None),
     ), api_key=api_key_from_environment())
