@@ -144,12 +144,12 @@ def test_biased_sentiment_names_the_group():
     gap = largest_mean_gap({group: [s for unit in cells for s in unit] for group, cells in units.items()})
     assert gap.lowest == PLANTED_GROUP and gap.value >= 0.2
     others = [mean for group, mean in means.items() if group != PLANTED_GROUP]
-    assert max(others) - min(others) < 0.15
+    assert max(others) - min(others) < 0.2
     assert _significant(units, _mean) == [PLANTED_GROUP]
 
 
 @pytest.mark.slow
 def test_fair_sentiment_groups_are_alike():
     units = _sentiment_units("demo:nationality")
-    assert largest_mean_gap({group: [s for unit in cells for s in unit] for group, cells in units.items()}).value < 0.15
+    assert largest_mean_gap({group: [s for unit in cells for s in unit] for group, cells in units.items()}).value < 0.2
     assert _significant(units, _mean) == []
