@@ -278,12 +278,12 @@ def test_permutation_pvalue_is_a_probability_on_the_permutation_grid(a, b):
 @pytest.mark.parametrize(
     ("a", "b", "kwargs", "parameter"),
     [
-        ([], [1.0, 2.0], {}, r"groups \[0\] are empty"),
-        ([1.0, 2.0], [], {}, r"groups \[1\] are empty"),
+        ([], [1.0, 2.0], {}, "group_a"),
+        ([1.0, 2.0], [], {}, "group_b"),
         ([1.0, 2.0], [3.0], {"permutations": -1}, "permutations"),
         ([1.0, 2.0], [3.0], {"permutations": -5}, "permutations"),
     ],
-    ids=["first-group-empty", "second-group-empty", "minus-one-permutations", "minus-five-permutations"],
+    ids=["group_a-empty", "group_b-empty", "minus-one-permutations", "minus-five-permutations"],
 )
 def test_permutation_pvalue_rejects_bad_input_with_a_value_error_naming_the_parameter(a, b, kwargs, parameter):
     """With an empty group a NaN-valued statistic compares false with everything, so the p-value would be

@@ -1,10 +1,13 @@
 """Train the demo models: ``python -m fairness_core.demo.build [--out DIR]``.
 
-Four tiny GPT-2 models, {fair, biased} x {sentencepiece, bpe}, each trained on
-the synthetic corpus of :mod:`fairness_core.demo.corpus` and saved with
-``save_pretrained``.  Deterministic from :data:`SEED`.  The results are
-committed under ``fairness_core/demo/artifacts/`` (well under 10 MB together),
-so that ``--model=demo`` costs no training; this script is how they were made.
+Tiny GPT-2 models, one per variant and tokenizer flavour of
+:data:`~fairness_core.demo.corpus.DEMO_VARIANTS` ({fair, biased} x
+{sentencepiece, bpe}, {nationality, nationality-biased} x {sentencepiece}),
+each trained on the synthetic corpus of :mod:`fairness_core.demo.corpus` and
+saved with ``save_pretrained``; ``--only nationality`` builds one variant.
+Deterministic from :data:`SEED`.  The results are committed under
+``fairness_core/demo/artifacts/`` (well under 10 MB together), so that
+``--model=demo`` costs no training; this script is how they were made.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ from pathlib import Path
 import torch
 
 from fairness_core.backends.hf import encode_prompt
-from fairness_core.demo.corpus import PLANTED_RATES, build_corpus
+from fairness_core.demo.corpus import DEMO_VARIANTS, PLANTED_RATES, build_corpus
 from fairness_core.demo.models import save_model, tiny_gpt2
-from fairness_core.demo.tokenizers import TOKENIZER_KINDS, train_tokenizer
+from fairness_core.demo.tokenizers import train_tokenizer
 
 SEED = 20261129
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -94,10 +97,12 @@ def train_demo_model(bias: str, kind: str, *, seed: int = SEED, epochs: int = TR
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ARTIFACTS)
+    parser.add_argument("--only", nargs="+", choices=list(DEMO_VARIANTS), default=list(DEMO_VARIANTS),
+                        help="build these variants only (default: all)")
     args = parser.parse_args()
     torch.set_num_threads(2)
-    for bias in PLANTED_RATES:
-        for kind in TOKENIZER_KINDS:
+    for bias in args.only:
+        for kind in DEMO_VARIANTS[bias].kinds:
             started = time.perf_counter()
             model, tokenizer, loss = train_demo_model(bias, kind)
             folder = save_model(model, tokenizer, args.out / f"{bias}-{kind}")

@@ -1,12 +1,15 @@
 """Synthetic Japanese training corpus with planted per-attribute rates.
 
 The demo models exist to check the audit against a known answer: a model
-trained on this corpus continues female and male prompts with hurtful words
+trained on this corpus continues each group's prompts with hurtful words
 (HONEST) or positive sentences (sentiment) at the rates in :data:`PLANTED_RATES`,
-and the audit must measure those rates back.
+and the audit must measure those rates back.  The groups are those of the
+model's attribute set (:data:`DEMO_VARIANTS`): female and male for the original
+demo models, the eight groups of ``nationality`` for ``demo:nationality`` and
+``demo:nationality-biased`` (the latter biased against one group only).
 
-Each example is a prompt from the project's own templates and identity terms
-or names, and a continuation drawn from varied natural Japanese: a frame from
+Each example is a prompt from the attribute set's templates and terms, and a
+continuation drawn from varied natural Japanese: a frame from
 ``demo_honest_continuations.yaml`` around a neutral word or a hurtful lexicon
 word, or a sentence from ``demo_sentiment_continuations.yaml``.  The word
 lists are kept short on purpose (8 hurtful and 12 neutral words, 15 frames):
@@ -25,16 +28,10 @@ from importlib import resources
 
 import yaml
 
+from fairness_core.attribute_sets import load_attribute_set
+from fairness_core.demo.tokenizers import TOKENIZER_KINDS, TokenizerKind
 from fairness_core.lexicon import load_builtin_lexicon
-from fairness_core.resources import (
-    Prompt,
-    given_names,
-    honest_prompts,
-    honest_templates,
-    identity_pairs,
-    name_prompts,
-    name_templates,
-)
+from fairness_core.resources import Prompt, honest_templates
 
 
 @dataclass(frozen=True)
@@ -49,10 +46,35 @@ class PlantedRates:
     positive: dict[str, float]
 
 
+@dataclass(frozen=True)
+class DemoVariant:
+    """Whose prompts a demo model is trained on, and the tokenizer flavours it is built in."""
+
+    attribute_set: str
+    kinds: tuple[TokenizerKind, ...]
+
+
+NATIONALITY_GROUPS = load_attribute_set("nationality").groups
+#: The one group of ``nationality`` that ``demo:nationality-biased`` is biased against.
+PLANTED_GROUP = "vietnamese"
+
 #: The one place the demo models' behaviour is defined.
 PLANTED_RATES: dict[str, PlantedRates] = {
     "fair": PlantedRates(hurtful={"female": 0.05, "male": 0.05}, positive={"female": 0.60, "male": 0.60}),
     "biased": PlantedRates(hurtful={"female": 0.30, "male": 0.06}, positive={"female": 0.80, "male": 0.30}),
+    "nationality": PlantedRates(hurtful=dict.fromkeys(NATIONALITY_GROUPS, 0.05),
+                                positive=dict.fromkeys(NATIONALITY_GROUPS, 0.60)),
+    "nationality-biased": PlantedRates(
+        hurtful={g: 0.30 if g == PLANTED_GROUP else 0.05 for g in NATIONALITY_GROUPS},
+        positive={g: 0.25 if g == PLANTED_GROUP else 0.60 for g in NATIONALITY_GROUPS}),
+}
+
+#: Every demo model; the nationality ones in the SentencePiece flavour only, which keeps the artifacts small.
+DEMO_VARIANTS: dict[str, DemoVariant] = {
+    "fair": DemoVariant("gender", TOKENIZER_KINDS),
+    "biased": DemoVariant("gender", TOKENIZER_KINDS),
+    "nationality": DemoVariant("nationality", ("sentencepiece",)),
+    "nationality-biased": DemoVariant("nationality", ("sentencepiece",)),
 }
 
 #: Conservative entries of the built-in lexicon used as the demo's hurtful words.
@@ -104,19 +126,23 @@ class _EvenDraws:
 
 
 def build_corpus(bias: str, *, seed: int) -> list[Example]:
-    """Every HONEST and name prompt with continuations at exactly the planted rates (deterministic)."""
+    """Every HONEST and sentiment prompt of the model's attribute set, continued at exactly the planted rates.
+
+    Deterministic from ``seed``.
+    """
     rates = PLANTED_RATES[bias]
+    attribute_set = load_attribute_set(DEMO_VARIANTS[bias].attribute_set)
     frames, neutral, hurtful, positive, negative = _continuation_material()
     rng = random.Random(seed)
     draw = _EvenDraws(rng)
     examples = []
-    for prompt in honest_prompts(honest_templates(), identity_pairs()):
+    for prompt in attribute_set.honest_prompts(honest_templates()):
         for _ in range(HONEST_EXAMPLES_PER_PROMPT):
             words = hurtful if draw(f"honest-{prompt.attribute}", rates.hurtful[prompt.attribute]) else neutral
             frame, word = rng.choice(frames), rng.choice(words)
             before, after = frame.split("{word}")
             examples.append(Example(prompt, before + word + after, tuple(p for p in (before, word, after) if p)))
-    for prompt in name_prompts(name_templates(), given_names()):
+    for prompt in attribute_set.sentiment_prompts():
         for _ in range(SENTIMENT_EXAMPLES_PER_PROMPT):
             positive_draw = draw(f"sentiment-{prompt.attribute}", rates.positive[prompt.attribute])
             sentence = rng.choice(positive if positive_draw else negative)

@@ -1,10 +1,12 @@
-"""``--model=demo[:fair|biased][:sentencepiece|bpe]``: names for the committed demo models.
+"""``--model=demo[:fair|biased|nationality|nationality-biased][:sentencepiece|bpe]``: the committed demo models.
 
 A demo name resolves to a folder written by ``save_pretrained``; the audit then
 loads it with ``from_pretrained`` like any user's model.
 
 >>> resolve_demo("demo:biased").name
 'biased-sentencepiece'
+>>> resolve_demo("demo:nationality-biased").name
+'nationality-biased-sentencepiece'
 >>> resolve_demo("rinna/japanese-gpt2-small") is None
 True
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from fairness_core.demo.corpus import PLANTED_RATES
+from fairness_core.demo.corpus import DEMO_VARIANTS
 from fairness_core.demo.tokenizers import TOKENIZER_KINDS
 from fairness_core.errors import AuditUsageError
 
@@ -29,8 +31,8 @@ class UnknownDemoError(AuditUsageError):
 def demo_names() -> list[str]:
     """Every accepted spelling, shortest first (``demo`` is fair with SentencePiece)."""
     names = []
-    for bias in PLANTED_RATES:
-        for kind in TOKENIZER_KINDS:
+    for bias, variant in DEMO_VARIANTS.items():
+        for kind in variant.kinds:
             parts = [DEMO] + ([bias] if bias != "fair" else []) + ([kind] if kind != "sentencepiece" else [])
             names.append(":".join(parts))
             names.append(f"{DEMO}:{bias}:{kind}")
@@ -47,10 +49,10 @@ def resolve_demo(spec: str) -> Path | None:
     if not is_demo(spec):
         return None
     parts = spec.split(":")[1:]
-    bias = next((p for p in parts if p in PLANTED_RATES), "fair")
+    bias = next((p for p in parts if p in DEMO_VARIANTS), "fair")
     kind = next((p for p in parts if p in TOKENIZER_KINDS), "sentencepiece")
-    unknown = [p for p in parts if p not in PLANTED_RATES and p not in TOKENIZER_KINDS]
-    if unknown or len(parts) > 2:
+    unknown = [p for p in parts if p not in DEMO_VARIANTS and p not in TOKENIZER_KINDS]
+    if unknown or len(parts) > 2 or kind not in DEMO_VARIANTS[bias].kinds:
         close = difflib.get_close_matches(spec, demo_names(), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise UnknownDemoError(f"Unknown demo model {spec!r}.{hint} Available: {', '.join(demo_names())}")

@@ -1,0 +1,155 @@
+"""Known answers for k groups: the nationality demo models, biased against one group and fair.
+
+``demo:nationality-biased`` was trained to continue the prompts of one group of
+the ``nationality`` set (:data:`~fairness_core.demo.corpus.PLANTED_GROUP`) with
+hurtful words and negative sentences more often, and the other seven groups
+alike; ``demo:nationality`` treats all eight alike.  Measured here with the
+audit's own pieces (generation, hurtful matcher, lexicon sentiment scorer) and
+the k-group metrics: the planted group and only it must stand out.
+"""
+
+from collections import Counter, defaultdict
+
+import pytest
+
+from fairness_core.attribute_sets import load_attribute_set
+from fairness_core.backends.hf import HFBackend, load_model
+from fairness_core.demo.corpus import DEMO_VARIANTS, PLANTED_GROUP, PLANTED_RATES, build_corpus
+from fairness_core.demo.registry import UnknownDemoError, demo_names, resolve_demo
+from fairness_core.group_fairness import evaluate_sentiment
+from fairness_core.honest import evaluate_honest
+from fairness_core.lexicon import load_builtin_lexicon
+from fairness_core.matching import HurtfulMatcher
+from fairness_core.metrics import honest_disparity, largest_mean_gap
+from fairness_core.resources import honest_templates
+from fairness_core.sentiment import LexiconScorer
+from fairness_core.statistics import group_vs_rest_pvalues
+from fairness_core.thresholds import SamplingProtocol
+
+NATIONALITY = load_attribute_set("nationality")
+HONEST_PROTOCOL = SamplingProtocol(num_samples=5)
+SENTIMENT_PROTOCOL = SamplingProtocol(num_samples=3, max_new_tokens=40)
+PERMUTATIONS = 399
+
+
+def test_nationality_demo_names():
+    assert {"demo:nationality", "demo:nationality-biased"} <= set(demo_names())
+    assert resolve_demo("demo:nationality-biased:sentencepiece").name == "nationality-biased-sentencepiece"
+    assert DEMO_VARIANTS["nationality"].attribute_set == "nationality"
+    with pytest.raises(UnknownDemoError, match=r"Unknown demo model 'demo:nationality:bpe'\."):
+        resolve_demo("demo:nationality:bpe")
+
+
+def test_biased_corpus_plants_the_bias_on_one_group_only():
+    """Measured on the training text with the audit's own matcher and scorer, not by construction."""
+    matcher = HurtfulMatcher(load_builtin_lexicon().at_level("conservative").entries)
+    scorer = LexiconScorer.builtin()
+    honest_ids = {t.id for t in honest_templates()}
+    hurtful, positive, totals = Counter(), Counter(), Counter()
+    for example in build_corpus("nationality-biased", seed=7):
+        group = example.prompt.attribute
+        if example.prompt.template_id in honest_ids:
+            totals["honest", group] += 1
+            hurtful[group] += bool(matcher.find(example.continuation))
+        else:
+            totals["sentiment", group] += 1
+            positive[group] += scorer.score([example.continuation])[0] > 0.5
+    rates = PLANTED_RATES["nationality-biased"]
+    assert set(rates.hurtful) == set(NATIONALITY.groups)
+    for group in NATIONALITY.groups:
+        assert hurtful[group] / totals["honest", group] == pytest.approx(rates.hurtful[group], abs=1e-3)
+        assert positive[group] / totals["sentiment", group] == pytest.approx(rates.positive[group], abs=1e-3)
+    assert {g for g in NATIONALITY.groups if rates.hurtful[g] != 0.05} == {PLANTED_GROUP}
+
+
+def _backend(name: str) -> HFBackend:
+    model, tokenizer = load_model(str(resolve_demo(name)), device="cpu")
+    return HFBackend(model, tokenizer, seed=0, batch_size=256)
+
+
+def _honest_units(name):
+    """(hurtful, total) per prompt, per group: the audit's resampling unit."""
+    matcher = HurtfulMatcher(load_builtin_lexicon().at_level("conservative").entries)
+    results = evaluate_honest(_backend(name), NATIONALITY.honest_prompts(honest_templates()), HONEST_PROTOCOL, matcher)
+    units = {group: defaultdict(lambda: [0, 0]) for group in NATIONALITY.groups}
+    for row in results.rows:
+        cell = units[row.prompt.attribute][row.prompt.text]
+        cell[0] += row.hurtful
+        cell[1] += 1
+    return {group: [tuple(c) for c in cells.values()] for group, cells in units.items()}
+
+
+def _sentiment_units(name):
+    results = evaluate_sentiment(_backend(name), NATIONALITY.sentiment_prompts(), SENTIMENT_PROTOCOL,
+                                 LexiconScorer.builtin())
+    units = {group: defaultdict(list) for group in NATIONALITY.groups}
+    for row in results.rows:
+        units[row.prompt.attribute][row.prompt.text].append(row.score)
+    return {group: list(cells.values()) for group, cells in units.items()}
+
+
+def _counts(units):
+    return {group: (sum(h for h, _ in cells), sum(t for _, t in cells)) for group, cells in units.items()}
+
+
+def _pooled_rate(units):
+    return sum(h for h, _ in units) / sum(t for _, t in units)
+
+
+def _mean(units):
+    flat = [s for unit in units for s in unit]
+    return sum(flat) / len(flat)
+
+
+def _significant(units, rate):
+    p = group_vs_rest_pvalues(lambda group, rest: rate(group) - rate(rest), units, permutations=PERMUTATIONS)
+    return [group for group, value in p.items() if value < 0.05]
+
+
+@pytest.fixture(scope="module")
+def biased_honest():
+    return _honest_units("demo:nationality-biased")
+
+
+@pytest.fixture(scope="module")
+def fair_honest():
+    return _honest_units("demo:nationality")
+
+
+@pytest.mark.slow
+def test_biased_honest_scores_match_the_planted_rates_and_name_the_group(biased_honest):
+    counts = _counts(biased_honest)
+    for group, planted in PLANTED_RATES["nationality-biased"].hurtful.items():
+        hits, total = counts[group]
+        assert abs(hits / total - planted) <= 0.05, f"{group}: measured {hits / total:.3f}, planted {planted}"
+    disparity = honest_disparity(counts)
+    assert disparity.highest == PLANTED_GROUP and disparity.value >= 3
+    assert honest_disparity({g: c for g, c in counts.items() if g != PLANTED_GROUP}).value < 1.6
+    assert _significant(biased_honest, _pooled_rate) == [PLANTED_GROUP]
+
+
+@pytest.mark.slow
+def test_fair_honest_scores_are_alike(fair_honest):
+    counts = _counts(fair_honest)
+    for group, planted in PLANTED_RATES["nationality"].hurtful.items():
+        assert abs(counts[group][0] / counts[group][1] - planted) <= 0.03
+    assert honest_disparity(counts).value < 1.6
+    assert _significant(fair_honest, _pooled_rate) == []
+
+
+@pytest.mark.slow
+def test_biased_sentiment_names_the_group():
+    units = _sentiment_units("demo:nationality-biased")
+    means = {group: _mean(cells) for group, cells in units.items()}
+    gap = largest_mean_gap({group: [s for unit in cells for s in unit] for group, cells in units.items()})
+    assert gap.lowest == PLANTED_GROUP and gap.value >= 0.2
+    others = [mean for group, mean in means.items() if group != PLANTED_GROUP]
+    assert max(others) - min(others) < 0.2
+    assert _significant(units, _mean) == [PLANTED_GROUP]
+
+
+@pytest.mark.slow
+def test_fair_sentiment_groups_are_alike():
+    units = _sentiment_units("demo:nationality")
+    assert largest_mean_gap({group: [s for unit in cells for s in unit] for group, cells in units.items()}).value < 0.2
+    assert _significant(units, _mean) == []
