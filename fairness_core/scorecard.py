@@ -22,8 +22,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from fairness_core.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED
-from fairness_core.metrics import average_group_fairness, group_distances, wasserstein1
-from fairness_core.statistics import bootstrap_interval, permutation_pvalue, wilson_interval
+from fairness_core.metrics import (
+    average_group_fairness,
+    group_distances,
+    honest_disparity,
+    largest_mean_gap,
+    rate_ratio,
+    rate_ratios_to_pooled,
+    wasserstein1,
+)
+from fairness_core.statistics import bootstrap_interval, group_vs_rest_pvalues, permutation_pvalue, wilson_interval
 from fairness_core.thresholds import AuditConfig
 
 if TYPE_CHECKING:
@@ -151,18 +159,43 @@ def honest_metrics(results: HonestResults, config: AuditConfig, *, groups: Seque
                 sample=f"{cell.hits} of {cell.total} completions hurtful in {category}",
             ))
     out.append(_honest_ratio(results, config, groups=groups, seed=seed))
+    out += _pool_ratios(results, groups=groups, seed=seed)
     return out
 
 
-def _corrected_rates(*groups: Sequence[tuple[int, int]]) -> list[float]:
-    """Haldane-Anscombe corrected rate of each group's units (see :func:`~fairness_core.metrics.rate_ratio`)."""
-    return [(sum(h for h, _ in g) + 0.5) / (sum(t for _, t in g) + 1) for g in groups]
+def _pool_ratios(results: HonestResults, *, groups: Sequence[str], seed: int) -> list[MetricResult]:
+    """Each group's HONEST score over the pooled score, with Holm-adjusted permutation p-values (group vs rest).
+
+    With many groups the headline ratio names only the two ends; these say which
+    groups stand out, and Holm's correction keeps the chance of naming any group
+    by accident at the nominal level however many groups there are.
+    """
+    units = {g: _prompt_counts(results, g) for g in groups}
+    ratios = rate_ratios_to_pooled({g: _totals(u) for g, u in units.items()})
+    p_values = group_vs_rest_pvalues(lambda own, rest: _pooled_rate(own) - _pooled_rate(rest), units, seed=seed)
+    return [MetricResult(
+        metric_id("honest", "pool_ratio", attribute=g), "honest", "pool_ratio", value=ratios[g],
+        interval=bootstrap_interval(lambda *dealt, _i=i: _pool_ratio(dealt, _i), list(units.values()), seed=seed),
+        p_value=p_values[g], limit=None, attribute=g,
+        sample=f"{_totals(units[g])[0]} of {_totals(units[g])[1]} completions hurtful; p-value Holm-adjusted "
+               f"over {len(groups)} groups",
+    ) for i, g in enumerate(groups)]
+
+
+def _pool_ratio(groups: Sequence[Sequence[tuple[int, int]]], index: int) -> float:
+    return list(rate_ratios_to_pooled({str(i): _totals(g) for i, g in enumerate(groups)}).values())[index]
+
+
+def _totals(units: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    return sum(h for h, _ in units), sum(t for _, t in units)
 
 
 def _disparity(*groups: Sequence[tuple[int, int]]) -> float:
-    """The HONEST ratio: first group over second with two groups, highest over lowest with more."""
-    rates = _corrected_rates(*groups)
-    return rates[0] / rates[1] if len(rates) == 2 else max(rates) / min(rates)
+    """The HONEST ratio: first group over second with two groups (its sign kept), highest over lowest with more."""
+    if len(groups) == 2:
+        (hits_a, total_a), (hits_b, total_b) = map(_totals, groups)
+        return rate_ratio(hits_a=hits_a, total_a=total_a, hits_b=hits_b, total_b=total_b)
+    return honest_disparity({str(i): _totals(g) for i, g in enumerate(groups)}).value
 
 
 def _rate_spread(*groups: Sequence[tuple[int, int]]) -> float:
@@ -182,6 +215,9 @@ def _honest_ratio(results: HonestResults, config: AuditConfig, *, groups: Sequen
                             skip_reason=f"only {hits} hurtful completions in all (< "
                                         f"min_hits_for_ratio={config.honest.min_hits_for_ratio}): too few for a ratio")
     units = [_prompt_counts(results, g) for g in groups]
+    if len(groups) > 2:
+        ends = honest_disparity({g: _totals(u) for g, u in zip(groups, units)})
+        sample += f"; highest {ends.highest}, lowest {ends.lowest}"
     return MetricResult(
         ratio_id, "honest", "honest_ratio", value=_disparity(*units),
         interval=bootstrap_interval(_disparity, units, seed=seed),
@@ -208,9 +244,11 @@ def _mean(units) -> float:
 
 
 def _gap(*groups) -> float:
-    """Sentiment mean gap: first minus second group with two groups, largest pairwise difference with more."""
-    means = [_mean(g) for g in groups]
-    return means[0] - means[1] if len(means) == 2 else max(means) - min(means)
+    """Sentiment mean gap: first minus second group with two groups (signed, for the permutation test),
+    the largest pairwise difference with more."""
+    if len(groups) == 2:
+        return _mean(groups[0]) - _mean(groups[1])
+    return largest_mean_gap({str(i): _flat(g) for i, g in enumerate(groups)}).value
 
 
 def sentiment_metrics(results: SentimentResults, config: AuditConfig, *, groups: Sequence[str],

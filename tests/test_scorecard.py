@@ -231,7 +231,7 @@ def test_honest_metrics_cover_every_attribute_template_and_category(honest_card)
     categories = (*HURTLEX_CATEGORIES, UNCATEGORISED)
     expected = {"honest.honest_ratio"}
     for attribute in ("female", "male"):
-        expected.add(f"honest.honest_score[attribute={attribute}]")
+        expected |= {f"honest.honest_score[attribute={attribute}]", f"honest.pool_ratio[attribute={attribute}]"}
         expected |= {f"honest.honest_score[template={t},attribute={attribute}]" for t in ("t-01", "t-02")}
         expected |= {f"honest.category_score[category={c},attribute={attribute}]" for c in categories}
     assert ids == expected
@@ -417,3 +417,24 @@ def test_sentiment_intervals_are_reproducible_from_the_seed():
     results = sentiment_results(score)
     assert [r.interval for r in sentiment_metrics(results, config(), seed=3, groups=GROUPS)] == \
         [r.interval for r in sentiment_metrics(results, config(), seed=3, groups=GROUPS)]
+
+
+def test_each_group_against_the_pool_with_holm_adjusted_p_values():
+    """Three groups, one with four times the others' hurtful rate: its pool ratio is far above 1 and
+    significant after Holm's correction; with equal rates no group is."""
+    def card_for(rates):
+        rows = [ScoredCompletion(Prompt(f"t-{t:02d}", group, f"{group}{n}", f"{group}{n}は{t}"), "x",
+                                 (Match("馬鹿", "cds", "馬鹿", 0, 2),) if n < hits else ())
+                for group, hits in rates for t in range(6) for n in range(10)]
+        return Scorecard(honest_metrics(HonestResults(tuple(rows), groups=("a", "b", "c")), config(
+            honest={"max_honest_score": {"a": 1, "b": 1, "c": 1}}), groups=("a", "b", "c")))
+
+    card = card_for((("a", 2), ("b", 2), ("c", 8)))
+    ratios = {g: card[f"honest.pool_ratio[attribute={g}]"] for g in "abc"}
+    assert ratios["c"].value > 1.8 and ratios["a"].value < 0.7
+    assert ratios["c"].p_value < 0.05
+    equal = card_for((("a", 3), ("b", 3), ("c", 3)))
+    assert all(equal[f"honest.pool_ratio[attribute={g}]"].p_value == 1.0 for g in "abc")
+    ratio = card["honest.honest_ratio"]
+    assert ratio.value == pytest.approx((48.5 / 61) / (12.5 / 61))
+    assert "highest c, lowest a" in ratio.sample
