@@ -88,7 +88,9 @@ class AuditPlan:
                 attribute_set = value
         if config is not None and attribute_set is not None:
             config = config.for_attribute_set(attribute_set.name)
-            problems += group_problems(config, attribute_set.groups, where=f"the thresholds file {str(thresholds)!r}")
+            if attribute_set.supports("honest"):
+                problems += group_problems(config, attribute_set.groups,
+                                           where=f"the thresholds file {str(thresholds)!r}")
         if problems or config is None or attribute_set is None:
             raise AuditSetupError(problems)
         return cls(config, attribute_set, create_evaluations(list(EVALUATIONS), config, attribute_set))

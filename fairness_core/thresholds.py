@@ -170,8 +170,9 @@ class AuditConfig(_Strict):
         limits = self.attributes.get(name)
         if limits is None:
             return self
-        update = {section: getattr(self, section).model_copy(update=override.model_dump(exclude_none=True))
-                  for section in ("honest", "sentiment") if (override := getattr(limits, section)) is not None}
+        update = {section: type(current).model_validate({**current.model_dump(), **override.model_dump(exclude_none=True)})
+                  for section in ("honest", "sentiment")
+                  if (override := getattr(limits, section)) is not None and (current := getattr(self, section))}
         return self.model_copy(update=update)
 
 
