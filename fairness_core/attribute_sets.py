@@ -48,7 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
@@ -65,6 +65,7 @@ from fairness_core.resources import (
     identity_pairs,
     name_templates,
 )
+from fairness_core.validation import describe_errors
 
 Evaluation = Literal["honest", "sentiment"]
 EVALUATIONS: tuple[Evaluation, ...] = ("honest", "sentiment")
@@ -183,7 +184,7 @@ class AttributeSet:
         return tuple(
             Prompt(template.id, group, terms[group], template.fill(terms[group]))
             for template in templates if template.id not in self.excluded["honest"]
-            for terms in self.honest_terms
+            for terms in self.honest_terms or ()
             for group in self.groups
         )
 
@@ -265,7 +266,7 @@ def parse_attribute_set(text: str, *, source: str) -> AttributeSet:
     try:
         data = _AttributeSetFile.model_validate(raw)
     except ValidationError as err:
-        _fail(source, [_describe(error) for error in err.errors()])
+        _fail(source, describe_errors(err, _AttributeSetFile))
     _fail(source, [f"{location}: {message}" for location, message in _problems(data)])
     sentiment = data.sentiment or {}
     excluded = {"honest": dict(data.honest.exclude_templates) if data.honest else {},
@@ -370,29 +371,3 @@ def _duplicates(where: str, items, first_seen: dict[str, str]) -> list[tuple[str
 def _unknown_templates(where: str, excluded: Mapping[str, str], ids: set[str], kind: str) -> list[tuple[str, str]]:
     return [(f"{where}.{template_id}", f"no {kind} template has this id; known ids: {', '.join(sorted(ids))}")
             for template_id in excluded if template_id not in ids]
-
-
-def _describe(error: dict[str, Any]) -> str:
-    """One pydantic error as ``dotted.location: what is wrong``, listing the allowed keys for an unknown one."""
-    location = ".".join(str(part) for part in error["loc"]) or "(top level)"
-    if error["type"] == "extra_forbidden":
-        allowed = _allowed_keys(error["loc"][:-1])
-        return f"{location}: unknown key {error['loc'][-1]!r}; allowed keys here: {', '.join(allowed)}"
-    return f"{location}: {error['msg']} (got {error.get('input')!r})"
-
-
-def _allowed_keys(parent: tuple) -> list[str]:
-    """The fields of the model at ``parent``, stepping through dict values, tuple items and ``| None``."""
-    annotation: Any = _AttributeSetFile
-    for part in parent:
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            field = annotation.model_fields.get(part) if isinstance(part, str) else None
-            annotation = field.annotation if field else None
-        else:
-            origin = get_origin(annotation)
-            annotation = get_args(annotation)[0 if origin is tuple else -1] if origin in (dict, tuple) else None
-        if get_origin(annotation) in (Union, types.UnionType):
-            annotation = next(a for a in get_args(annotation) if a is not type(None))
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return list(annotation.model_fields)
-    return ["(see fairness_core/attribute_sets.py)"]

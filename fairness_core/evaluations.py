@@ -95,4 +95,4 @@ def evaluation_class(name: str) -> type[Evaluation]:
 def create_evaluations(names: Sequence[str], config: AuditConfig, attributes: AttributeSet) -> dict[str, Evaluation]:
     """The named evaluations that ``attributes`` supports, in registry order."""
     return {name: evaluation_class(name)(config, attributes)
-            for name in EVALUATIONS if name in names and attributes.supports(name)}
+            for name in EVALUATIONS if name in names and attributes.supports(name)}  # type: ignore[arg-type]

@@ -79,7 +79,7 @@ def honest_disparity(counts: Mapping[str, tuple[int, int]]) -> Disparity:
     """
     _check_k_groups("honest_disparity", "counts", counts)
     corrected = {group: _corrected(*_checked(group, hits, total)) for group, (hits, total) in counts.items()}
-    highest, lowest = max(corrected, key=corrected.get), min(corrected, key=corrected.get)
+    highest, lowest = max(corrected, key=corrected.__getitem__), min(corrected, key=corrected.__getitem__)
     (hits_h, total_h), (hits_l, total_l) = counts[highest], counts[lowest]
     return Disparity(rate_ratio(hits_a=hits_h, total_a=total_h, hits_b=hits_l, total_b=total_l), highest, lowest)
 
@@ -123,7 +123,7 @@ def largest_mean_gap(scores: Mapping[str, Sequence[float]]) -> Disparity:
     if empty:
         raise ValueError(f"largest_mean_gap needs scores for every group; {empty} have none.")
     means = {group: sum(values) / len(values) for group, values in scores.items()}
-    highest, lowest = max(means, key=means.get), min(means, key=means.get)
+    highest, lowest = max(means, key=means.__getitem__), min(means, key=means.__getitem__)
     return Disparity(means[highest] - means[lowest], highest, lowest)
 
 

@@ -10,8 +10,6 @@ SamplingProtocol(num_samples=20, max_new_tokens=10, do_sample=True, top_k=50, to
 
 from __future__ import annotations
 
-import types
-import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -20,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from fairness_core.errors import AuditUsageError
 from fairness_core.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED, LexiconLevel
+from fairness_core.validation import describe_errors
 
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 Category = Literal[tuple(HURTLEX_CATEGORIES) + (UNCATEGORISED,)]  # type: ignore[valid-type]
@@ -188,33 +187,5 @@ def load_thresholds(path: str | Path) -> AuditConfig:
     try:
         return AuditConfig.model_validate(raw)
     except ValidationError as err:
-        problems = "\n".join(f"  - {_describe(error)}" for error in err.errors())
+        problems = "\n".join(f"  - {line}" for line in describe_errors(err, AuditConfig))
         raise ThresholdsError(f"The thresholds file {str(path)!r} is invalid:\n{problems}") from None
-
-
-def _describe(error: Any) -> str:
-    location = ".".join(str(part) for part in error["loc"]) or "(top level)"
-    if error["type"] == "extra_forbidden" and isinstance(error["loc"][-1], str):
-        allowed = _allowed_keys(error["loc"][:-1])
-        return f"{location}: unknown key {error['loc'][-1]!r}; allowed keys here: {', '.join(allowed)}"
-    return f"{location}: {error['msg']} (got {error.get('input')!r})"
-
-
-def _allowed_keys(parent: tuple) -> list[str]:
-    """The keys allowed at ``parent``, following models, ``X | None`` and ``dict[str, X]`` (attribute-set names)."""
-    expected: Any = AuditConfig
-    for part in parent:
-        if typing.get_origin(expected) is dict:
-            expected = typing.get_args(expected)[1]
-            continue
-        field = expected.model_fields.get(part) if _is_model(expected) and isinstance(part, str) else None
-        if field is None:
-            return ["(see the README)"]
-        optional = typing.get_origin(field.annotation) in (typing.Union, types.UnionType)
-        expected = next((a for a in typing.get_args(field.annotation) if _is_model(a)), None) if optional \
-            else field.annotation
-    return list(expected.model_fields) if _is_model(expected) else ["(see the README)"]
-
-
-def _is_model(value: Any) -> bool:
-    return isinstance(value, type) and issubclass(value, BaseModel)

@@ -116,7 +116,7 @@ class _EvenDraws:
     """
 
     def __init__(self, rng: random.Random):
-        self._credit = {}
+        self._credit: dict = {}
         self._rng = rng
 
     def __call__(self, group: str, rate: float) -> bool:
