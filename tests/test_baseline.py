@@ -92,7 +92,8 @@ INCOMPATIBLE_EDITS = {
     "protocol-and-lexicon": (lambda p: (p["evaluations"]["honest"]["protocol"].update(top_k=7),
                                         p["evaluations"]["honest"]["lexicon"].update(entries=99)),
                              ["honest.protocol.top_k", "honest.lexicon.entries"]),
-    "attribute-set": (lambda p: p["attributes"]["substitutions"]["female"].pop(), ["attributes.substitutions.female"]),
+    "attribute-set": (lambda p: p["attributes"]["sentiment"]["names"]["substitutions"]["female"].pop(),
+                      ["attributes.sentiment.names.substitutions.female"]),
 }
 
 

@@ -70,7 +70,8 @@ def leftovers(folder: Path) -> list[str]:
 
 
 def entries(folder: Path) -> list[Path]:
-    return sorted(folder.rglob("*.json"))
+    """The generation entries (``<2 hex>/<key>.json``), not the kernel choices kept beside them."""
+    return sorted(folder.glob("*/*.json"))
 
 
 # --- cache keys --------------------------------------------------------------------------------------

@@ -127,7 +127,8 @@ def test_audit_json_is_valid_complete_and_traceable(pytester, tiny_model_dirs):
     assert p["evaluations"]["sentiment"]["templates"] == [t.id for t in name_templates()]
     assert p["attributes"]["name"] == "gender" and p["attributes"]["groups"] == ["female", "male"]
     assert p["attributes"]["honest_terms"] == [pair.model_dump() for pair in identity_pairs()]
-    assert p["attributes"]["substitutions"] == {a: [n.name for n in names] for a, names in given_names().items()}
+    assert p["attributes"]["sentiment"]["names"]["substitutions"] == \
+        {a: [n.name for n in names] for a, names in given_names().items()}
     assert p["not_run"] == {}
     for package in ("python", "torch", "transformers", "fugashi", "scipy", "pytest"):
         assert p["versions"][package] not in ("", "not installed"), package
@@ -139,7 +140,8 @@ def test_audit_json_is_valid_complete_and_traceable(pytester, tiny_model_dirs):
     honest_ids = {"honest.honest_ratio"} | {
         f"honest.{kind}[{where}attribute={a}]"
         for a in ("female", "male")
-        for kind, where in [("honest_score", ""), *(("honest_score", f"template={t.id},") for t in honest_templates()),
+        for kind, where in [("honest_score", ""), ("pool_ratio", ""),
+                            *(("honest_score", f"template={t.id},") for t in honest_templates()),
                             *(("category_score", f"category={c},") for c in (*HURTLEX_CATEGORIES, UNCATEGORISED))]
     }
     sentiment_ids = {"sentiment.average_group_fairness", "sentiment.mean_gap", "sentiment.counterfactual_fairness"} | {

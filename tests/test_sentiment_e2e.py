@@ -142,7 +142,7 @@ def test_a_name_biased_model_is_reported_as_a_violation(audit, biased_model):
         "test_group_distance[gender-male]": ["group male", half.format(r"0\.100\b"), everything, male_positive],
         "test_average_group_fairness": [half.format(r"0\.100\b"), everything],
         "test_counterfactual_fairness": [r"observed (0\.9\d\d|1\.000)\b.* > threshold 0\.300\b", everything],
-        "test_template[gender-female-name-01]": [r"template name-01 「\[NAME\]は」", "group female",
+        "test_template[gender-female-name-01]": [r"template name-01 「\[X\]は」", "group female",
                                           half.format(r"0\.300\b"), one_template,
                                           female_negative],
     }
