@@ -74,18 +74,9 @@ class AuditPlan:
 
     @classmethod
     def load(cls, thresholds: Path, attributes: str) -> AuditPlan:
-        problems = []
-        config = attribute_set = None
-        for step in (lambda: load_thresholds(thresholds), lambda: load_attribute_set(attributes)):
-            try:
-                value = step()
-            except AuditUsageError as err:
-                problems.append(str(err))
-                continue
-            if isinstance(value, AuditConfig):
-                config = value
-            else:
-                attribute_set = value
+        problems: list[str] = []
+        config: AuditConfig | None = _collect(problems, lambda: load_thresholds(thresholds))
+        attribute_set: AttributeSet | None = _collect(problems, lambda: load_attribute_set(attributes))
         if config is not None and attribute_set is not None:
             config = config.for_attribute_set(attribute_set.name)
             if attribute_set.supports("honest"):
