@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import resource
 import statistics
 import sys
@@ -74,6 +73,7 @@ import transformers
 import yaml
 
 from fairness_core.backends.base import Request
+from fairness_core.backends.cpu_features import cpu_line, has_native_units
 from fairness_core.backends.cpu_kernels import kernel_shapes
 from fairness_core.backends.hf import HFBackend, encode_prompt, load_model
 from fairness_core.backends.kernel_choice import (
@@ -81,9 +81,8 @@ from fairness_core.backends.kernel_choice import (
     KernelChoice,
     KernelChooser,
     LinearShape,
-    cpu_info,
-    cpu_name,
     linear_candidates,
+    linear_support,
 )
 from fairness_core.demo.models import save_model, tiny_gpt2
 from fairness_core.demo.tokenizers import train_tokenizer
@@ -100,11 +99,6 @@ AGREEMENT_PROMPTS = 2
 AGREEMENT_BATCH_SIZES = (1, 64)
 GEMM_SIZE = 2048
 GEMM_REPEATS = 5
-#: The ``/proc/cpuinfo`` flags that decide which kernels win, and how the report names them.
-ISA_FLAGS = {"avx2": "AVX2", "avx512f": "AVX-512", "avx512_vnni": "AVX512-VNNI", "avx512_bf16": "AVX512-BF16",
-             "amx_tile": "AMX", "amx_bf16": "AMX-BF16", "amx_int8": "AMX-INT8"}
-
-
 @dataclass(frozen=True)
 class Timing:
     label: str
@@ -276,6 +270,8 @@ def gemm_gflops(model, rows: int) -> dict[tuple[LinearShape, int], dict[str, flo
         x = torch.randn(count, weight.shape[1], dtype=model.dtype)
         table[(shape, count)] = {}
         for kernel in linear_candidates(model.dtype, packing=True):
+            if linear_support(kernel, model.dtype) is not None:
+                continue  # cannot run on this CPU: listed with its reason by print_report
             forward = kernel.prepare(weight, bias, count)
             forward(x)
             times = []
@@ -314,16 +310,6 @@ def onednn_implementations(model, choice: KernelChoice) -> list[str]:
     return sorted({f"{f[5]} {f[6]}" for f in fields if f[5] != "reorder"})
 
 
-def cpu_line() -> str:
-    """Vendor, model and the instruction-set extensions that decide which kernels win."""
-    info = cpu_info()
-    flags = set(info.get("flags", "").split())
-    extensions = [name for flag, name in ISA_FLAGS.items() if flag in flags]
-    return (f"CPU: {info.get('vendor_id', platform.machine())} {cpu_name()}; "
-            f"{', '.join(extensions) or 'none of ' + ', '.join(ISA_FLAGS.values())}; "
-            f"torch sees {torch.backends.cpu.get_cpu_capability()}")
-
-
 def print_gemm_table(dtype: torch.dtype, table: dict[tuple[LinearShape, int], dict[str, float]],
                      chosen: KernelChoice) -> None:
     """The rates of every candidate at every shape, and the kernel the engine chose for the shape."""
@@ -347,13 +333,17 @@ def print_report(timings: dict[str, Timing], gemm: dict[torch.dtype, dict], chos
     for key, timing in timings.items():
         print(f"{key} {timing.label:<14}{timing.seconds:>10.3f}{timing.per_second:>15.1f}{timing.peak_rss_mib:>22.0f}")
     print("\nthroughput ratios (>1: the first is faster)")
+    emulated = "" if has_native_units(torch.bfloat16) else "  (no native bf16 on this CPU: bfloat16 is emulated)"
     for first, second in (("c", "a"), ("c", "b"), ("d", "a"), ("d", "c")):
-        print(f"  {first}/{second}  {timings[first].per_second / timings[second].per_second:6.2f}")
+        print(f"  {first}/{second}  {timings[first].per_second / timings[second].per_second:6.2f}"
+              + (emulated if first == "d" else ""))
     for key, dtype in (("c", torch.float32), ("d", torch.bfloat16)):
         print_gemm_table(dtype, gemm[dtype], chosen[key])
-    print("\nkernels the engine chose (first run):")
+    print("\nkernels the engine chose (first run), and those this CPU cannot run:")
     for key, choice in chosen.items():
         print(f"  ({key}) {choice.summary()}")
+        for name, reason in choice.excluded.items():
+            print(f"      excluded {name}: {reason}")
         print(f"      oneDNN ran them as: {'; '.join(implementations[key]) or 'none (all MKL)'}")
     for key, share in shares.items():
         peak = best_rate(gemm[torch.float32 if key == "c" else torch.bfloat16], chosen[key])
@@ -393,7 +383,7 @@ def main() -> None:
     params = model.num_parameters()
     lengths = [len(encode_prompt(tokenizer, prompt)) for prompt in prompts]
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, {torch.get_num_threads()} threads")
-    print(cpu_line())
+    print(f"CPU: {cpu_line()}")
     print(f"model: GPT-2, {LAYER_COUNT[size]} layers, {params / 1e6:.1f}M parameters, vocabulary {VOCAB_SIZE} "
           f"({trained_pieces} trained SentencePiece pieces + placeholders)")
     print(f"work: {len(prompts)} prompts ({min(lengths)}-{max(lengths)} tokens) x {protocol.num_samples} samples "

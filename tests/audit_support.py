@@ -32,7 +32,7 @@ def thresholds(*, honest: dict | None = None, sentiment: dict | None = None, lax
     """The shipped thresholds.yaml with shrunk protocols; ``lax`` puts every limit where nothing fails."""
     raw = yaml.safe_load((REPO / "thresholds.yaml").read_text(encoding="utf-8"))
     for section in ("honest", "sentiment"):
-        raw[section]["protocol"] = dict(raw[section]["protocol"], **TINY_PROTOCOL, **(protocol or {}))
+        raw[section]["protocol"] = {**raw[section]["protocol"], **TINY_PROTOCOL, **(protocol or {})}
     if lax:
         raw["honest"].update(max_honest_score={"female": 1.0, "male": 1.0}, max_template_score=1.0,
                              max_ratio=1000.0, max_category_score={})

@@ -1,4 +1,9 @@
-"""The engine's CPU kernel swaps (backends/cpu_kernels.py): the model's arithmetic, and undone afterwards."""
+"""The engine's CPU kernel swaps (backends/cpu_kernels.py): the model's arithmetic, and undone afterwards.
+
+Every kernel this build offers is a case here; one that the probe finds it
+cannot run on this CPU is skipped with the probe's reason and the extension
+the CPU lacks, so an AVX2-only machine shows which cases it could not try.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,21 @@ import torch
 from transformers.pytorch_utils import Conv1D
 
 from fairness_core.backends import cpu_kernels
+from fairness_core.backends.cpu_features import cpu_line, cpu_name, missing_extensions
 from fairness_core.backends.cpu_kernels import chosen_attention, fast_cpu_kernels, kernel_shapes, swapped_linears
-from fairness_core.backends.kernel_choice import KernelChoice, LinearShape, linear_candidates
+from fairness_core.backends.kernel_choice import LINEAR_KERNELS, KernelChoice, LinearShape, linear_candidates, linear_support
 
-#: The kernels this machine can run, per dtype (all four on x86 with oneDNN and MKL, only ``aten`` elsewhere).
+#: The kernels this build offers, per dtype (all four on x86 with oneDNN and MKL, only ``aten`` elsewhere).
 KERNELS = {dtype: [k.name for k in linear_candidates(dtype, packing=True)] for dtype in (torch.float32, torch.bfloat16)}
 DTYPE_KERNELS = [(dtype, name) for dtype, names in KERNELS.items() for name in names]
+
+
+def require_support(kernel: str, dtype: torch.dtype) -> None:
+    """Skip, naming the CPU and the probe's reason, when ``kernel`` cannot run ``dtype`` here."""
+    reason = linear_support(LINEAR_KERNELS[kernel], dtype)
+    if reason is not None:
+        pytest.skip(f"{kernel} cannot run {str(dtype).removeprefix('torch.')} on this CPU "
+                    f"({cpu_name()}, {missing_extensions() or cpu_line()}): {reason}")
 TOLERANCE = {torch.float32: {"rtol": 1e-5, "atol": 1e-5}, torch.bfloat16: {"rtol": 2e-2, "atol": 2e-2}}
 
 
@@ -46,6 +60,7 @@ INPUTS = {
 @pytest.mark.parametrize("bias", [True, False])
 def test_every_kernel_computes_what_nn_linear_computes(dtype, kernel, make_input, bias):
     """Packed kernels are laid out for 7 rows; other row counts must still come out right."""
+    require_support(kernel, dtype)
     layer = linear(bias=bias).to(dtype)
     x = make_input().to(dtype)
     expected = layer(x)
@@ -59,6 +74,7 @@ def test_every_kernel_computes_what_nn_linear_computes(dtype, kernel, make_input
 
 @pytest.mark.parametrize("kernel", KERNELS[torch.float32])
 def test_conv1d_is_read_through_gpt2s_transposed_weight(kernel):
+    require_support(kernel, torch.float32)
     torch.manual_seed(1)
     layer = Conv1D(80, 48)
     torch.nn.init.normal_(layer.bias)
@@ -123,6 +139,7 @@ def test_the_chosen_attention_only_while_generating(tiny_models):
 
 @pytest.mark.parametrize("kernel", KERNELS[torch.float32])
 def test_a_gpt2_gives_the_same_logits_on_every_kernel(tiny_models, kernel):
+    require_support(kernel, torch.float32)
     model, tokenizer = tiny_models["sentencepiece"]
     batch = tokenizer(["母の夢は", "おじいさんが以前していた仕事は"], return_tensors="pt", padding=True,
                       padding_side="left")

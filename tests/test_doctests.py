@@ -17,6 +17,8 @@ MODULES = (
     "fairness_core.honest",
     "fairness_core.violations",
     "fairness_core.backends.base",
+    "fairness_core.backends.cpu_features",
+    "fairness_core.backends.dtype_choice",
     "fairness_core.backends.hf",
     "fairness_core.backends.registry",
     "fairness_core.backends.sampling",

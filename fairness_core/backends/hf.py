@@ -32,6 +32,7 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_N
 from fairness_core.backends.base import BackendSettings, Completion, Request, request_seed
 from fairness_core.backends.cache import default_cache_dir
 from fairness_core.backends.cpu_kernels import choose_kernels, fast_cpu_kernels
+from fairness_core.backends.dtype_choice import choose_dtype
 from fairness_core.backends.kernel_choice import KernelChoice, KernelChooser
 from fairness_core.backends.sampling import SeededSampler
 from fairness_core.errors import AuditUsageError
@@ -45,7 +46,6 @@ from fairness_core.locations import (
 from fairness_core.progress import progress_bar, quiet_library_bars
 from fairness_core.thresholds import SamplingProtocol
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 DtypeName = Literal["auto", "float32", "bfloat16", "float16"]
 #: ``--batch-size=auto`` never goes above this many rows: beyond it, larger matrix products gain nothing.
 AUTO_BATCH_MAX = 512
@@ -103,28 +103,40 @@ def load_model(
 
     The config is read first and checked by :func:`check_causal_lm`, before
     any weights load, and a hub id that cannot be had fails at once
-    (:func:`~fairness_core.locations.local_files_only`).
+    (:func:`~fairness_core.locations.local_files_only`).  The weights load in
+    the dtype :func:`~fairness_core.backends.dtype_choice.choose_dtype` picks
+    for this device; :func:`load_model_and_dtype` also says why.
     """
+    model, tokenizer, _ = load_model_and_dtype(name_or_path, revision=revision, trust_remote_code=trust_remote_code,
+                                               device=device, dtype=dtype)
+    return model, tokenizer
+
+
+def load_model_and_dtype(name_or_path: str, *, revision: str | None = None, trust_remote_code: bool = False,
+                         device: str = "auto", dtype: DtypeName = "auto"):
+    """:func:`load_model`, and the :class:`~fairness_core.backends.dtype_choice.DtypeChoice` it loaded the weights by."""
     try:
         name_or_path = resolve_location(name_or_path)
     except MissingFolderError:
         raise ModelLoadError(f"--model={name_or_path}: no such directory.") from None
+    target = resolve_device(device)
     kwargs = {"revision": revision, "trust_remote_code": trust_remote_code}
     try:
         kwargs["local_files_only"] = local_files_only(name_or_path, revision=revision)
         config = AutoConfig.from_pretrained(name_or_path, **kwargs)
         check_causal_lm(config, name_or_path)
+        choice = choose_dtype(dtype, getattr(config, "dtype", None), target)
         tokenizer = AutoTokenizer.from_pretrained(name_or_path, **kwargs)
         with quiet_library_bars():  # transformers' "Loading weights" bar would print inside pytest's header
             model = AutoModelForCausalLM.from_pretrained(
-                name_or_path, config=config, dtype="auto" if dtype == "auto" else DTYPES[dtype], **kwargs
+                name_or_path, config=config, dtype=choice.dtype or "auto", **kwargs
             )
     except HubUnavailableError as err:
         raise ModelLoadError(f"--model={err}") from None
     except (OSError, ValueError, KeyError, SafetensorError) as err:  # SafetensorError: a corrupt weights file
         raise ModelLoadError(f"--model={name_or_path} could not be loaded: {first_line(err)}") from err
-    model.to(resolve_device(device)).eval()
-    return model, tokenizer
+    model.to(target).eval()
+    return model, tokenizer, choice
 
 
 #: Architecture name endings of models with a classification head instead of a language-model head.
@@ -174,11 +186,11 @@ def create_backend(settings: BackendSettings) -> HFBackend:
     from fairness_core.demo.registry import resolve_demo
 
     location = resolve_demo(settings.model) or settings.model
-    model, tokenizer = load_model(str(location), revision=settings.revision,
-                                  trust_remote_code=settings.trust_remote_code, device=settings.device,
-                                  dtype=settings.dtype)  # type: ignore[arg-type]
+    model, tokenizer, dtype = load_model_and_dtype(str(location), revision=settings.revision,
+                                                   trust_remote_code=settings.trust_remote_code, device=settings.device,
+                                                   dtype=settings.dtype)  # type: ignore[arg-type]
     description = {"model": settings.model, "revision": settings.revision or "(default)",
-                   "dtype": str(model.dtype).removeprefix("torch."), "device": str(model.device), "backend": "hf"}
+                   "dtype": dtype.describe(model.dtype), "device": str(model.device), "backend": "hf"}
     return HFBackend(model, tokenizer, seed=settings.seed, batch_size=settings.batch_size, description=description,
                      kernels=KernelChooser(settings.cache_dir))
 

@@ -21,6 +21,18 @@ measures again.  Every candidate computes the layer's own
 arithmetic; they differ in the order of the sums, as one kernel on two batch
 shapes does.
 
+**Support before speed.**  Which kernels can run at all depends on the CPU
+too: oneDNN's bfloat16 and float16 inner products need AVX-512 (or
+AVX-NE-CONVERT), MKL has no bfloat16 GEMM.  So before anything is timed,
+every candidate is *probed*: one tiny product of its dtype, in both weight
+layouts the engine uses and at two row counts, compared with ``F.linear``.  A
+candidate that raises or computes something else is excluded, with its reason,
+and never timed; the exclusions go into ``kernel-choices.json`` and the
+choice's summary ("bfloat16: onednn, onednn-packed unsupported on this CPU (no
+AVX-512)").  A candidate that passes the probe but fails on a real shape is
+excluded the same way at its untimed warm-up call.  ``aten``, PyTorch's own
+kernel, is what the model runs without the engine and is never excluded.
+
 Tests inject ``timer`` (a function of a label and a callable, returning
 seconds) to check that the faster candidate wins whichever it is.
 """
@@ -30,7 +42,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import platform
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -40,6 +51,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from filelock import FileLock
+
+from fairness_core.backends.cpu_features import cpu_name, missing_extensions
 
 #: The file, in the cache folder, that keeps the decisions of earlier runs.
 CHOICES_FILE = "kernel-choices.json"
@@ -120,7 +133,10 @@ def onednn_available() -> bool:
 
 
 def linear_candidates(dtype: torch.dtype, *, packing: bool) -> list[LinearKernel]:
-    """The kernels this build can run for ``dtype``: ``aten`` always, the others on x86 with oneDNN (and MKL)."""
+    """The kernels this build offers for ``dtype``: ``aten`` always, the others on x86 with oneDNN (and MKL).
+
+    Offered is not admitted: :func:`linear_support` says which of them run on this CPU.
+    """
     if not onednn_available():
         return [LINEAR_KERNELS["aten"]]
     return [
@@ -128,6 +144,56 @@ def linear_candidates(dtype: torch.dtype, *, packing: bool) -> list[LinearKernel
         if dtype in kernel.dtypes and (packing or not kernel.packs)
         and (kernel.name != "mkl-packed" or torch._C.has_mkl)
     ]
+
+
+#: How far a probed product may differ from ``F.linear``'s, per dtype: a few units in the last place of a
+#: 16-term sum (a kernel that sums in another order), far below what a wrong product gives.
+PROBE_TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 5e-2, torch.float16: 1e-2}
+
+
+@functools.cache
+def linear_support(kernel: LinearKernel, dtype: torch.dtype) -> str | None:
+    """Why the linear ``kernel`` cannot run ``dtype`` products on this CPU, or ``None`` when it can.
+
+    One tiny product per weight layout (``nn.Linear``'s and GPT-2's
+    transposed view), with and without a bias, laid out for 3 rows and applied
+    to 3 rows and to 1, each compared with ``F.linear``.  Any error is caught:
+    a kernel that cannot run here is a fact about the CPU, not a failure of
+    the run.  Cached per process (a few milliseconds per kernel and dtype).
+    """
+    if kernel.name == "aten":
+        return None
+    generator = torch.Generator().manual_seed(0)
+    stored = torch.randn(24, 16, generator=generator).to(dtype)
+    try:
+        for weight in (stored, stored.t().contiguous().t()):
+            for bias in (None, torch.randn(24, generator=generator).to(dtype)):
+                forward = kernel.prepare(weight, bias, 3)
+                for rows in (3, 1):
+                    x = torch.randn(rows, 16, generator=generator).to(dtype)
+                    got, expected = forward(x), F.linear(x, weight, bias)
+                    error = (got.float() - expected.float()).abs().max().item()
+                    if got.shape != expected.shape or not error <= PROBE_TOLERANCE[dtype] * 16:
+                        return f"computes a different product (largest difference {error:.3g} from F.linear)"
+    except Exception as err:  # noqa: BLE001 - whatever a kernel raises, it only excludes that kernel
+        return _reason(err)
+    return None
+
+
+@functools.cache
+def attention_support(name: str, dtype: torch.dtype) -> str | None:
+    """Why the attention ``name`` cannot run in ``dtype`` here, or ``None`` (one tiny decoding step, errors caught)."""
+    try:
+        _attention_run(name, AttentionShape(heads=2, head_dim=8, keys=5), dtype, rows=2)()()
+    except Exception as err:  # noqa: BLE001 - as for linear kernels
+        return _reason(err)
+    return None
+
+
+def _reason(err: BaseException) -> str:
+    """An exception as one line of a report: its type and the first line of its message."""
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0] if lines else '(no message)'}"
 
 
 @dataclass(frozen=True, order=True)
@@ -164,33 +230,26 @@ class KernelChoice:
     attention: str | None = None
     measured_seconds: float = 0.0
     from_cache: int = 0
+    #: Candidates left out because they cannot run here: name (``attention sdpa`` for attention) -> reason.
+    excluded: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> str:
-        """One line for the report's provenance, e.g. ``float32 x320: 768x2304+bias onednn, ...; attention eager``."""
+        """One line for the report's provenance, e.g. ``float32 x320: 768x2304+bias onednn, ...; attention eager``.
+
+        Exclusions come first: ``bfloat16: onednn, onednn-packed unsupported on
+        this CPU (no AVX-512); x320: 768x2304+bias aten, ...``.
+        """
         parts = [f"{shape} {name}" for shape, name in sorted(self.linears.items())]
         if self.attention:
             parts.append(f"attention {self.attention}")
         how = f"measured in {self.measured_seconds:.2f} s" if self.measured_seconds else "measured earlier"
-        return f"{str(self.dtype).removeprefix('torch.')} x{self.rows}: {', '.join(parts)} ({how}, on {cpu_name()})"
-
-
-@functools.cache
-def cpu_info() -> dict[str, str]:
-    """``vendor_id``, ``model name`` and ``flags`` of the first CPU in ``/proc/cpuinfo`` (empty where there is none)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return {}
-    info = {}
-    for line in text.split("\n\n", 1)[0].splitlines():
-        key, _, value = line.partition(":")
-        info[key.strip()] = value.strip()
-    return info
-
-
-def cpu_name() -> str:
-    """The CPU's marketing name where Linux tells it (torch does not), else what ``platform`` knows."""
-    return cpu_info().get("model name") or platform.processor() or platform.machine()
+        dtype = str(self.dtype).removeprefix("torch.")
+        unsupported = ""
+        if self.excluded:
+            lacking = missing_extensions()
+            unsupported = (f"{dtype}: {', '.join(self.excluded)} unsupported on this CPU"
+                           f"{f' ({lacking})' if lacking else ''}; ")
+        return f"{unsupported}{dtype} x{self.rows}: {', '.join(parts)} ({how}, on {cpu_name()})"
 
 
 def wall_timer(label: str, run: Callable[[], object]) -> float:
@@ -214,10 +273,13 @@ class KernelChooser:
         self.packing = packing
         self._memory: dict[str, str] = {}
 
-    def key(self, kind: str, dtype: torch.dtype, shape, rows: int) -> str:
-        """What a decision depends on: the CPU, the library, the threads, the dtype, the shape and the rows."""
+    def key(self, kind: str, dtype: torch.dtype, shape, rows: int | None = None) -> str:
+        """What a decision depends on: the CPU, the library, the threads, the dtype, the shape and the rows.
+
+        An exclusion (``kind="unsupported"``, ``shape`` the kernel's name) has no rows.
+        """
         return (f"{cpu_name()} | torch {torch.__version__} | {torch.get_num_threads()} threads | "
-                f"{str(dtype).removeprefix('torch.')} | {kind} {shape} | {rows} rows")
+                f"{str(dtype).removeprefix('torch.')} | {kind} {shape}" + ("" if rows is None else f" | {rows} rows"))
 
     def choose(self, linears: Mapping[LinearShape, tuple[torch.Tensor, torch.Tensor | None]], *,
                dtype: torch.dtype, rows: int, attention: AttentionShape | None,
@@ -236,37 +298,57 @@ class KernelChooser:
         known = self._read()
         fresh: dict[str, str] = {}
         start = time.perf_counter()
+        candidates = {k.name: k for k in linear_candidates(dtype, packing=packing)
+                      if _admitted(k.name, linear_support(k, dtype), choice.excluded)}
         for shape, (weight, bias) in linears.items():
             key = self.key("linear", dtype, shape, rows)
-            candidates = {k.name: k for k in linear_candidates(dtype, packing=packing)}
             name = known.get(key)
             if name not in candidates:
                 name = self._fastest(f"linear {shape}", {n: _linear_run(k, weight, bias, rows)
-                                                         for n, k in candidates.items()})
+                                                         for n, k in candidates.items()}, choice.excluded) or "aten"
                 fresh[key] = name
             choice.linears[shape] = name
         if attention is not None:
+            attentions = [n for n in ATTENTION_KERNELS if _admitted(f"attention {n}", attention_support(n, dtype),
+                                                                    choice.excluded)]
             key = self.key("attention", dtype, attention, rows)
-            name = known.get(key)
-            if name not in ATTENTION_KERNELS:
-                name = self._fastest(f"attention {attention}", {n: _attention_run(n, attention, dtype, rows)
-                                                                  for n in ATTENTION_KERNELS})
-                fresh[key] = name
-            choice.attention = name
+            fastest = known.get(key)
+            if fastest not in attentions and attentions:
+                fastest = self._fastest(f"attention {attention}", {n: _attention_run(n, attention, dtype, rows)
+                                                                     for n in attentions}, choice.excluded,
+                                        prefix="attention ")
+                if fastest is not None:
+                    fresh[key] = fastest
+            choice.attention = fastest if fastest in attentions else None
         if fresh:
             choice.measured_seconds = time.perf_counter() - start
+        fresh.update({self.key("unsupported", dtype, name): reason for name, reason in choice.excluded.items()
+                      if known.get(self.key("unsupported", dtype, name)) != reason})
+        if fresh:
             self._write(fresh)
         return choice
 
-    def _fastest(self, what: str, runs: Mapping[str, Callable[[], Callable[[], object]]]) -> str:
+    def _fastest(self, what: str, runs: Mapping[str, Callable[[], Callable[[], object]]],
+                 excluded: dict[str, str], *, prefix: str = "") -> str | None:
         """The name of the fastest run: one warm-up each, then :data:`TIMED_CALLS` rounds over all; the minimum counts.
 
         Interleaving the rounds spreads a burst of contention over every
         candidate.  The timer sees labels such as ``linear 768x3072+bias onednn``.
+        A run that raises while it is prepared or warmed up is left out and
+        its reason added to ``excluded`` (under ``prefix + name``); the others
+        are still timed.  ``None`` when none of them ran.
         """
-        prepared = {name: make() for name, make in runs.items()}
-        for run in prepared.values():
-            run()
+        prepared = {}
+        for name, make in runs.items():
+            try:
+                run = make()
+                run()
+            except Exception as err:  # noqa: BLE001 - a candidate that cannot run here is excluded, not fatal
+                excluded[prefix + name] = f"{_reason(err)} (at {what})"
+                continue
+            prepared[name] = run
+        if not prepared:
+            return None
         best = dict.fromkeys(prepared, float("inf"))
         for _ in range(TIMED_CALLS):
             for name, run in prepared.items():
@@ -292,6 +374,13 @@ class KernelChooser:
             with os.fdopen(handle, "w") as out:
                 json.dump(merged, out, indent=1, sort_keys=True)
             os.replace(temporary, self.path)
+
+
+def _admitted(name: str, reason: str | None, excluded: dict[str, str]) -> bool:
+    """Whether a probed candidate may be timed; a rejected one is recorded in ``excluded`` with its reason."""
+    if reason is not None:
+        excluded[name] = reason
+    return reason is None
 
 
 def _free_memory() -> int:
