@@ -11,6 +11,8 @@ Count(hits=0, total=1)
 
 from __future__ import annotations
 
+import functools
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -62,13 +64,20 @@ class HonestResults:
 
     def select(self, *, attribute: str | None = None, template_id: str | None = None,
                category: str | None = None) -> list[ScoredCompletion]:
-        """Rows of one attribute/template; with ``category``, only rows hurtful in that category."""
-        return [
-            row for row in self.rows
-            if (attribute is None or row.prompt.attribute == attribute)
-            and (template_id is None or row.prompt.template_id == template_id)
-            and (category is None or row.hurtful_in(category))
-        ]
+        """Rows of one attribute/template, in row order; with ``category``, only rows hurtful in that category."""
+        rows = self._cells.get((attribute, template_id), [])
+        return list(rows) if category is None else [row for row in rows if row.hurtful_in(category)]
+
+    @functools.cached_property
+    def _cells(self) -> dict[tuple[str | None, str | None], list[ScoredCompletion]]:
+        """The rows of every (attribute, template) cell and margin, in one pass: the metrics ask for each
+        cell of every group and template, and scanning all rows each time grew as groups x rows."""
+        cells: dict[tuple[str | None, str | None], list[ScoredCompletion]] = defaultdict(list)
+        for row in self.rows:
+            attribute, template_id = row.prompt.attribute, row.prompt.template_id
+            for key in ((attribute, template_id), (attribute, None), (None, template_id), (None, None)):
+                cells[key].append(row)
+        return dict(cells)
 
     def count(self, *, attribute: str | None = None, template_id: str | None = None,
               category: str | None = None) -> Count:

@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
+import numpy as np
+
 
 def rate_ratio(*, hits_a: int, total_a: int, hits_b: int, total_b: int) -> float:
     """Ratio of group a's rate to group b's, Haldane-Anscombe corrected.
@@ -130,6 +132,9 @@ def largest_mean_gap(scores: Mapping[str, Sequence[float]]) -> Disparity:
 def wasserstein1(a: Sequence[float], b: Sequence[float]) -> float:
     """Wasserstein-1 (earth mover's) distance between two empirical score distributions.
 
+    The area between the two empirical CDFs, computed as ``scipy.stats.wasserstein_distance``
+    does, in numpy directly: it runs thousands of times per bootstrap.
+
     >>> wasserstein1([0.0, 1.0], [0.0, 1.0])
     0.0
     >>> wasserstein1([0.0], [1.0])
@@ -137,20 +142,43 @@ def wasserstein1(a: Sequence[float], b: Sequence[float]) -> float:
     """
     if len(a) == 0 or len(b) == 0:
         raise ValueError(f"wasserstein1 needs two non-empty samples. Got sizes {len(a)} and {len(b)} instead.")
-    from scipy.stats import wasserstein_distance  # scipy loads when an audit computes, not when pytest starts
+    first, second = np.sort(np.asarray(a, dtype=float)), np.sort(np.asarray(b, dtype=float))
+    return _area_between_cdfs(first, second, np.concatenate([first, second]))
 
-    return float(wasserstein_distance(a, b))
+
+def _area_between_cdfs(first: np.ndarray, second: np.ndarray, grid_values: np.ndarray) -> float:
+    """W1 of two sorted samples over a grid holding every value of both (sorted here)."""
+    grid = np.sort(grid_values)
+    below = grid[:-1]
+    first_cdf = np.searchsorted(first, below, side="right") / len(first)
+    second_cdf = np.searchsorted(second, below, side="right") / len(second)
+    return float(np.sum(np.abs(first_cdf - second_cdf) * np.diff(grid)))
 
 
 def group_distances(scores: Mapping[str, Sequence[float]]) -> dict[str, float]:
-    """Huang et al.'s group fairness: W1 between each group's scores and all groups' pooled scores."""
+    """Huang et al.'s group fairness: W1 between each group's scores and all groups' pooled scores.
+
+    All groups at once, on the pool's distinct values (every group's values
+    are among them): one pass per call, not one per group, since the bootstrap
+    calls it a thousand times per template.
+
+    >>> group_distances({"a": [0.0, 1.0], "b": [1.0, 1.0]})
+    {'a': 0.25, 'b': 0.25}
+    """
     if not scores:
         raise ValueError("group_distances needs at least one group of scores. Got none.")
     empty = [group for group, values in scores.items() if len(values) == 0]
     if empty:
         raise ValueError(f"group_distances needs scores for every group; {empty} have none.")
-    pooled = [s for group in scores.values() for s in group]
-    return {group: wasserstein1(values, pooled) for group, values in scores.items()}
+    sizes = [len(values) for values in scores.values()]
+    grid, position = np.unique(np.fromiter((s for group in scores.values() for s in group), dtype=float),
+                               return_inverse=True)
+    counts = np.zeros((len(sizes), len(grid)))
+    np.add.at(counts, (np.repeat(np.arange(len(sizes)), sizes), position), 1)
+    cdfs = np.cumsum(counts, axis=1)[:, :-1] / np.array(sizes, dtype=float)[:, None]
+    pooled_cdf = np.cumsum(counts.sum(axis=0))[:-1] / sum(sizes)
+    distances = (np.abs(cdfs - pooled_cdf) * np.diff(grid)).sum(axis=1)
+    return {group: float(distance) for group, distance in zip(scores, distances)}
 
 
 def average_group_fairness(scores: Mapping[str, Sequence[float]]) -> float:

@@ -31,7 +31,13 @@ from fairness_core.metrics import (
     rate_ratios_to_pooled,
     wasserstein1,
 )
-from fairness_core.statistics import bootstrap_interval, group_vs_rest_pvalues, permutation_pvalue, wilson_interval
+from fairness_core.statistics import (
+    bootstrap_interval,
+    bootstrap_intervals,
+    group_vs_rest_rate_pvalues,
+    permutation_pvalue,
+    wilson_interval,
+)
 from fairness_core.thresholds import AuditConfig
 
 if TYPE_CHECKING:
@@ -172,18 +178,19 @@ def _pool_ratios(results: HonestResults, *, groups: Sequence[str], seed: int) ->
     """
     units = {g: _prompt_counts(results, g) for g in groups}
     ratios = rate_ratios_to_pooled({g: _totals(u) for g, u in units.items()})
-    p_values = group_vs_rest_pvalues(lambda own, rest: _pooled_rate(own) - _pooled_rate(rest), units, seed=seed)
+    p_values = group_vs_rest_rate_pvalues(units, seed=seed)
+    intervals = bootstrap_intervals(_pool_ratios_of, list(units.values()), seed=seed)
     return [MetricResult(
         metric_id("honest", "pool_ratio", attribute=g), "honest", "pool_ratio", value=ratios[g],
-        interval=bootstrap_interval(lambda *dealt, _i=i: _pool_ratio(dealt, _i), list(units.values()), seed=seed),
-        p_value=p_values[g], limit=None, attribute=g,
+        interval=interval, p_value=p_values[g], limit=None, attribute=g,
         sample=f"{_totals(units[g])[0]} of {_totals(units[g])[1]} completions hurtful; p-value Holm-adjusted "
                f"over {len(groups)} groups",
-    ) for i, g in enumerate(groups)]
+    ) for g, interval in zip(groups, intervals)]
 
 
-def _pool_ratio(groups: Sequence[Sequence[tuple[int, int]]], index: int) -> float:
-    return list(rate_ratios_to_pooled({str(i): _totals(g) for i, g in enumerate(groups)}).values())[index]
+def _pool_ratios_of(*groups: Sequence[tuple[int, int]]) -> list[float]:
+    """Every group's ratio to the pool, in group order (one resample's values)."""
+    return list(rate_ratios_to_pooled({str(i): _totals(g) for i, g in enumerate(groups)}).values())
 
 
 def _totals(units: Sequence[tuple[int, int]]) -> tuple[int, int]:
@@ -262,12 +269,15 @@ def sentiment_metrics(results: SentimentResults, config: AuditConfig, *, groups:
         units = [_prompt_scores(results, g, template_id) for g in groups]
         sizes = ", ".join(f"{g} {len(_flat(u))} completions" for g, u in zip(groups, units))
         distances = results.distances(template_id=template_id)
+
+        def all_distances(*dealt):
+            found = group_distances(dict(zip(groups, map(_flat, dealt))))
+            return [found[g] for g in groups]
+        intervals = dict(zip(groups, bootstrap_intervals(all_distances, units, seed=seed)))
         for group in groups:
-            def distance(*dealt, _group=group):
-                return group_distances(dict(zip(groups, map(_flat, dealt))))[_group]
             out.append(MetricResult(
                 metric_id("sentiment", "group_distance", template=template_id, attribute=group), "sentiment",
-                "group_distance", value=distances[group], interval=bootstrap_interval(distance, units, seed=seed),
+                "group_distance", value=distances[group], interval=intervals[group],
                 limit=Limit(limits.max_group_distance if template_id is None else limits.max_template_distance),
                 attribute=group, template_id=template_id, sample=sizes, aggregate=template_id is None,
             ))

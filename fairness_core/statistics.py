@@ -72,16 +72,39 @@ def bootstrap_interval(
 
     A unit is whatever one prompt contributes (its hit count, its list of scores).
     """
+    return bootstrap_intervals(lambda *dealt: (statistic(*dealt),), groups, resamples=resamples,
+                               confidence=confidence, seed=seed)[0]
+
+
+def bootstrap_intervals(
+    statistics: Callable[..., Sequence[float]],
+    groups: Sequence[Sequence],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> list[Interval]:
+    """One percentile interval per component of ``statistics(*groups)``, from one shared set of resamples.
+
+    The resamples are those :func:`bootstrap_interval` draws for the same
+    ``seed``, so each interval is exactly the one a separate call would give.
+    It exists for k groups: each group's distance to the pool computed in one
+    pass per resample, not k passes that each recompute the pool (50 groups
+    took minutes that way).
+
+    >>> bootstrap_intervals(lambda a, b: (sum(a), sum(b)), [[1, 1], [2, 2]], resamples=20)
+    [(2.0, 2.0), (4.0, 4.0)]
+    """
     _check_confidence(confidence)
     _check_groups(groups, resamples, "resamples")
     rng = np.random.default_rng(seed)
     values = []
     for _ in range(resamples):
         resampled = [[group[i] for i in rng.integers(0, len(group), len(group))] for group in groups]
-        values.append(statistic(*resampled))
+        values.append(list(statistics(*resampled)))
     tail = (1 - confidence) / 2 * 100
-    low, high = np.nanpercentile(values, [tail, 100 - tail])
-    return float(low), float(high)
+    lows, highs = np.nanpercentile(np.array(values, dtype=float), [tail, 100 - tail], axis=0)
+    return [(float(low), float(high)) for low, high in zip(lows, highs)]
 
 
 def permutation_pvalue(
@@ -177,4 +200,40 @@ def group_vs_rest_pvalues(
             permutations=permutations, seed=seed)
         for name, units in groups.items()
     }
+    return holm(raw)
+
+
+def group_vs_rest_rate_pvalues(
+    groups: Mapping[str, Sequence[tuple[int, int]]],
+    *,
+    permutations: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> dict[str, float]:
+    """:func:`group_vs_rest_pvalues` for the difference of pooled rates, with ``(hits, total)`` units, in numpy.
+
+    Exactly the p-values of ``group_vs_rest_pvalues(lambda g, rest: rate(g) -
+    rate(rest), groups)``: the same shuffles from the same seed, the rates
+    summed from the same integers, only the loop over shuffles is done on
+    arrays.  With 50 groups of 32 prompts the generic loop took about half a
+    minute; this takes about a second.
+
+    >>> groups = {name: [(1, 10)] * 10 for name in "abcde"} | {"f": [(9, 10)] * 10}
+    >>> [name for name, value in group_vs_rest_rate_pvalues(groups).items() if value < 0.05]
+    ['f']
+    """
+    if len(groups) < 2:
+        raise ValueError(f"The 'groups' parameter of group_vs_rest_rate_pvalues must have at least 2 groups. "
+                         f"Got {len(groups)} instead.")
+    raw = {}
+    for name, units in groups.items():
+        rest = [u for other, theirs in groups.items() if other != name for u in theirs]
+        _check_groups((units, rest), permutations, "permutations")
+        pooled = np.array([*units, *rest], dtype=float)
+        hits, totals, size = pooled[:, 0], pooled[:, 1], len(units)
+        rng = np.random.default_rng(seed)
+        orders = np.array([rng.permutation(len(pooled)) for _ in range(permutations)])
+        own, others = orders[:, :size], orders[:, size:]
+        spreads = hits[own].sum(1) / totals[own].sum(1) - hits[others].sum(1) / totals[others].sum(1)
+        observed = abs(hits[:size].sum() / totals[:size].sum() - hits[size:].sum() / totals[size:].sum())
+        raw[name] = (int(np.sum(np.abs(spreads) >= observed - 1e-12)) + 1) / (permutations + 1)
     return holm(raw)
