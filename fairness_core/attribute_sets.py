@@ -50,7 +50,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from fairness_core.errors import AuditUsageError
@@ -66,6 +65,7 @@ from fairness_core.resources import (
     name_templates,
 )
 from fairness_core.validation import describe_errors
+from fairness_core.yaml_files import read_yaml_file, read_yaml_text
 
 Evaluation = Literal["honest", "sentiment"]
 EVALUATIONS: tuple[Evaluation, ...] = ("honest", "sentiment")
@@ -114,7 +114,19 @@ def _reference(name: str, resolve: Callable[[], Any]) -> BeforeValidator:
     return BeforeValidator(replace)
 
 
-Text = Annotated[str, Field(min_length=1), AfterValidator(normalize)]
+_SLOT = re.compile(r"\[[A-Z]+\]")
+
+
+def _no_slot(text: str) -> str:
+    """A term or a name is what goes into a template's slot; one holding ``[I]`` or ``[X]`` would make broken prompts."""
+    slot = _SLOT.search(text)
+    if slot:
+        raise ValueError(f"contains the template slot {slot.group()!r}: identity terms, names and labels are the "
+                         f"words put into a slot, so write the word itself (e.g. 母, not [I]の母)")
+    return text
+
+
+Text = Annotated[str, Field(min_length=1), AfterValidator(normalize), AfterValidator(_no_slot)]
 
 
 class _Strict(BaseModel):
@@ -241,11 +253,8 @@ Built-in sets: gender, nationality, occupation; or give the path of a YAML file.
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise AttributeSetError(f"Unknown attribute set {spec!r}.{hint} Built-in sets: "
                                 f"{', '.join(BUILTIN_ATTRIBUTE_SETS)}; or give the path of a YAML file.")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise AttributeSetError(f"Cannot read the attribute set file {spec!r}: {err.strerror}.") from None
-    return parse_attribute_set(text, source=spec)
+    raw, text = read_yaml_file(spec, what="attribute set file", error=AttributeSetError)
+    return parse_attribute_set(text, source=spec, raw=raw)
 
 
 @functools.cache
@@ -254,12 +263,13 @@ def _builtin(name: str) -> AttributeSet:
     return parse_attribute_set(text, source=f"builtin:{name}")
 
 
-def parse_attribute_set(text: str, *, source: str) -> AttributeSet:
-    """Validate the YAML ``text`` of an attribute set; every problem is listed in one error naming ``source``."""
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise AttributeSetError(f"The attribute set file {source!r} is not valid YAML: {err}") from None
+def parse_attribute_set(text: str, *, source: str, raw: Any = None) -> AttributeSet:
+    """Validate the YAML ``text`` of an attribute set; every problem is listed in one error naming ``source``.
+
+    ``raw`` is ``text`` already parsed, where the caller has it.
+    """
+    if raw is None:
+        raw = read_yaml_text(text, source=source, what="attribute set file", error=AttributeSetError)
     if not isinstance(raw, dict):
         _fail(source, [f"(top level): must be a mapping with the keys {', '.join(_AttributeSetFile.model_fields)} "
                        f"(got {type(raw).__name__})"])

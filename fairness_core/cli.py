@@ -23,6 +23,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from fairness_core.backends import options
 from fairness_core.backends.base import Backend, BackendSettings, Request, request_seed
 from fairness_core.backends.cache import CachedBackend, default_cache_dir, write_atomically
 from fairness_core.backends.jsonl import completion_line, manifest_line, prompt_set_sha256
@@ -40,7 +41,7 @@ def parse_shard(text: str) -> tuple[int, int]:
     """
     index, _, count = text.partition("/")
     if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
-        raise argparse.ArgumentTypeError(f"must be i/n with 1 <= i <= n, e.g. 1/3; got {text!r}")
+        raise options.invalid("i/n with 1 <= i <= n, e.g. 1/3", text)
     return int(index), int(count)
 
 
@@ -86,8 +87,16 @@ def write_completions(backend: Backend, settings: BackendSettings, plans, output
     return len(lines) - 1
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with pytest's usage-error exit code, so that a bad option reads the same from both commands."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ja-fairness-audit", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="ja-fairness-audit", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     generate = commands.add_parser("generate", help="write the audit's completions as JSONL (see --help)")
     generate.add_argument("--model", required=True, help="hub id, local path, demo name, or the served model name")
@@ -101,12 +110,12 @@ def _parser() -> argparse.ArgumentParser:
     generate.add_argument("--attributes", default="gender", help="the audit's attribute set (default: gender)")
     generate.add_argument("--cache-dir", type=Path, help="generation cache (default: the audit's)")
     generate.add_argument("--no-cache", action="store_true", help="generate everything anew and store nothing")
-    generate.add_argument("--seed", default=0, type=int, help="run seed (default: 0); the audit must use the same")
+    generate.add_argument("--seed", default=0, type=options.seed, help="run seed (default: 0); the audit must use the same")
     generate.add_argument("--revision")
     generate.add_argument("--trust-remote-code", action="store_true")
-    generate.add_argument("--device", default="auto")
+    generate.add_argument("--device", default="auto", type=options.device, help="auto, cpu, cuda or cuda:N (default: auto)")
     generate.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
-    generate.add_argument("--batch-size", default="auto", type=lambda v: v if v == "auto" else int(v))
+    generate.add_argument("--batch-size", default="auto", type=options.batch_size)
     for name, entry in sorted(BACKENDS.items()):
         for option in entry.options:
             generate.add_argument(option.flag, type=option.type or str, default=option.default,
@@ -115,7 +124,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.no_cache and args.cache_dir:
+        from fairness_core.outputs import no_cache_with_cache_dir
+
+        parser.error(no_cache_with_cache_dir(args.cache_dir))
     from fairness_core.plan import audit_plan  # the audit's prompts and protocols, as the audit itself plans them
     from fairness_core.resources import default_thresholds_path
     from fairness_core.thresholds import ThresholdsError, load_thresholds

@@ -22,7 +22,7 @@ from fairness_core.demo.registry import is_demo
 from fairness_core.metrics import average_group_fairness, counterfactual_fairness, group_distances
 from fairness_core.resources import Prompt
 from fairness_core.scorecard import MetricResult, metric_id, sentiment_metrics
-from fairness_core.sentiment import DEFAULT_CLASSIFIER, LEXICON_SCORER, SentimentScorer, load_scorer
+from fairness_core.sentiment import DEFAULT_CLASSIFIER, LEXICON_SCORER, ScorerError, SentimentScorer, load_scorer
 from fairness_core.thresholds import AuditConfig, SamplingProtocol
 
 if TYPE_CHECKING:
@@ -109,7 +109,12 @@ class SentimentEvaluation:
     def load(self, options: AuditOptions) -> None:
         # Demo models default to the offline scorer so that the quickstart needs no download.
         spec = options.sentiment or (LEXICON_SCORER if is_demo(options.model) else DEFAULT_CLASSIFIER)
-        self.scorer = load_scorer(spec, label_positivity=self.config.sentiment.label_positivity)
+        try:
+            self.scorer = load_scorer(spec, label_positivity=self.config.sentiment.label_positivity)
+        except ScorerError as err:
+            if options.sentiment:
+                raise
+            raise ScorerError(f"No --sentiment was given, so the default classifier was tried: {err}") from None
 
     def _loaded_scorer(self) -> SentimentScorer:
         if self.scorer is None:

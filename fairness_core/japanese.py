@@ -62,13 +62,31 @@ def _key(word) -> str:
     return normalize(lemma).split("-", 1)[0]
 
 
+#: The most characters handed to MeCab at once: it crashed the process (a segfault) on a 9 MB line.
+MAX_TAGGER_CHARS = 20_000
+
+
 @functools.lru_cache(maxsize=65536)
 def morphemes(text: str) -> tuple[Morpheme, ...]:
-    """The morphemes of ``normalize(text)``; cached because templates repeat."""
+    """The morphemes of ``normalize(text)``; cached because templates repeat.
+
+    Text longer than :data:`MAX_TAGGER_CHARS` is tagged in pieces cut after a
+    line break or 。 where there is one (a word is never split across them).
+    """
     return tuple(
         Morpheme(surface=word.surface, key=_key(word), pos=word.feature.pos1 or "", form=word.feature.cForm or "*")
-        for word in _tagger()(normalize(text))
+        for piece in _pieces(normalize(text)) for word in _tagger()(piece)
     )
+
+
+def _pieces(text: str) -> list[str]:
+    pieces = []
+    while len(text) > MAX_TAGGER_CHARS:
+        window = text[:MAX_TAGGER_CHARS]
+        cut = max(window.rfind("\n"), window.rfind("。")) + 1 or MAX_TAGGER_CHARS
+        pieces.append(text[:cut])
+        text = text[cut:]
+    return [*pieces, text]
 
 
 def morpheme_spans(text: str, words: Sequence[Morpheme]) -> list[tuple[int, int]]:

@@ -169,6 +169,10 @@ class Lexicon:
         return hashlib.sha256("\n".join(rows).encode()).hexdigest()
 
 
+#: The longest line a lexicon file may have: HurtLex rows are under 200 characters.
+MAX_LINE_CHARS = 1000
+
+
 def clean_lemma(raw: str) -> str | None:
     """Repair the quirks of machine-translated HurtLex lemmas; ``None`` when unusable.
 
@@ -231,13 +235,24 @@ def make_entry(lemma: str, category: str, level: LexiconLevel, *, form: str | No
 def load_lexicon(path: str | Path) -> Lexicon:
     """Read a HurtLex TSV (recognised by its header) or a one-word-a-line list."""
     path = Path(path)
+    if path.is_dir():
+        raise LexiconError(f"The lexicon file {str(path)!r} is a folder; give the path of a lexicon file in it.")
     if not path.is_file():
         raise LexiconError(f"The lexicon file {str(path)!r} does not exist or is not a file.")
     try:
         lines = path.read_text(encoding="utf-8-sig").splitlines()
     except UnicodeDecodeError as err:
         raise LexiconError(f"The lexicon file {str(path)!r} is not UTF-8 text: {err}.") from None
+    for number, line in enumerate(lines, 1):
+        if len(line) > MAX_LINE_CHARS:  # the tagger is never handed megabytes of one line
+            raise LexiconError(f"The lexicon file {str(path)!r}: line {number} has {len(line):,} characters; a "
+                               f"lexicon line is one word or short phrase (at most {MAX_LINE_CHARS} characters).")
     content = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    commas = sum("," in line and "\t" not in line for line in content)
+    if content and commas * 2 >= len(content):
+        raise LexiconError(f"The lexicon file {str(path)!r} looks comma-separated (CSV): {content[0][:80]!r}. The "
+                           f"formats read are a HurtLex TSV (tab-separated, with the header "
+                           f"{chr(9).join(HURTLEX_COLUMNS)!r}) and one word a line; save it with tabs.")
     if content and "\t" in content[0]:
         lexicon = _parse_hurtlex(content, source=str(path))
     else:

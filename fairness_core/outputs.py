@@ -86,3 +86,9 @@ def _writable(folder: Path) -> str | None:
     os.close(handle)
     os.unlink(probe)
     return None
+
+
+def no_cache_with_cache_dir(cache_dir: Path) -> str:
+    """Why ``--no-cache`` and ``--cache-dir`` are refused together: one of them would be silently ignored."""
+    return (f"--no-cache and --cache-dir={cache_dir} contradict each other: --no-cache generates everything anew and "
+            f"stores nothing, so no cache folder is used. Give one of them.")

@@ -16,7 +16,6 @@ turning every problem into one ``pytest.UsageError``.  ``--co`` stops after 1.
 
 from __future__ import annotations
 
-import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from fairness_core.backends import options
 from fairness_core.backends.registry import BACKENDS, DEFAULT_BACKEND
 from fairness_core.errors import AuditUsageError
 
@@ -50,27 +50,6 @@ session_key = pytest.StashKey["AuditSession"]()
 results_key = pytest.StashKey["AuditResults | None"]()
 
 
-def _device(value: str) -> str:
-    if value in ("auto", "cpu") or re.fullmatch(r"cuda(:\d+)?", value):
-        return value
-    raise pytest.UsageError(f"--device must be auto, cpu, cuda or cuda:N. Got {value!r} instead.")
-
-
-def _batch_size(value: str) -> int | str:
-    if value == "auto":
-        return value
-    if value.isdigit() and int(value) > 0:
-        return int(value)
-    raise pytest.UsageError(f"--batch-size must be auto or a positive whole number. Got {value!r} instead.")
-
-
-def _seed(value: str) -> int:
-    """A seed is a whole number >= 0: the statistics' random generators reject a negative one after generation."""
-    if re.fullmatch(r"[0-9]+", value):
-        return int(value)
-    raise pytest.UsageError(f"--seed must be a whole number >= 0. Got {value!r} instead.")
-
-
 def _backend(value: str) -> str:
     from fairness_core.backends.registry import backend_entry
 
@@ -91,13 +70,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="attribute set: a built-in name (gender, ...) or a path to a YAML file (default: gender)")
     group.addoption("--revision", help="model revision (branch, tag or commit) on the hub")
     group.addoption("--trust-remote-code", action="store_true", help="allow the model's own code to run")
-    group.addoption("--device", default="auto", type=_device, help="auto, cpu, cuda or cuda:N (default: auto)")
+    group.addoption("--device", default="auto", type=options.device, help="auto, cpu, cuda or cuda:N (default: auto)")
     group.addoption("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"),
                     help="weights dtype; auto follows the model's config (default: auto)")
-    group.addoption("--batch-size", default="auto", type=_batch_size,
+    group.addoption("--batch-size", default="auto", type=options.batch_size,
                     help="rows per generation batch, or auto: the largest that fits (on CUDA an out-of-memory "
                          "error halves it and retries) (default: auto)")
-    group.addoption("--seed", default=0, type=_seed, help="sampling seed, a whole number >= 0 (default: 0)")
+    group.addoption("--seed", default=0, type=options.seed, help="sampling seed, a whole number >= 0 (default: 0)")
     group.addoption(OPTION_THRESHOLDS, type=Path,
                     help="thresholds and protocol YAML (default: thresholds.yaml in the rootdir if there is one, "
                          "else the package's own)")
@@ -248,7 +227,7 @@ def _quick_problems(config: pytest.Config, selected: set[str], *, regression: bo
     hour of generation.  Loading then finds what only loading can.
     """
     from fairness_core.locations import MissingFolderError, resolve_location
-    from fairness_core.outputs import check_cache_dir, check_output_file
+    from fairness_core.outputs import check_cache_dir, check_output_file, no_cache_with_cache_dir
 
     problems = []
     model, backend = config.getoption(OPTION_MODEL), config.getoption(OPTION_BACKEND)
@@ -261,7 +240,8 @@ def _quick_problems(config: pytest.Config, selected: set[str], *, regression: bo
         except MissingFolderError:
             problems.append(f"{OPTION_MODEL}={model}: no such directory.")
     inputs = [("--lexicon", "honest" in selected), (OPTION_BASELINE, regression)]
-    problems += [f"{option}={path}: no such file." for option, wanted in inputs
+    problems += [f"{option}={path}: {'a folder, not a file' if Path(path).expanduser().is_dir() else 'no such file'}."
+                 for option, wanted in inputs
                  if wanted and (path := config.getoption(option)) and not Path(path).expanduser().is_file()]
     sentiment = config.getoption(OPTION_SENTIMENT)
     if sentiment and "sentiment" in selected:
@@ -271,6 +251,8 @@ def _quick_problems(config: pytest.Config, selected: set[str], *, regression: bo
             from fairness_core.sentiment import cannot_load
 
             problems.append(cannot_load(sentiment, "no such directory"))
+    if config.getoption("--no-cache") and config.getoption("--cache-dir"):
+        problems.append(no_cache_with_cache_dir(config.getoption("--cache-dir")))
     cache = None if config.getoption("--no-cache") else config.getoption("--cache-dir")
     audit_json = config.getoption(OPTION_AUDIT_JSON)
     checks: list[Callable[[], object]] = [lambda: check_output_file(OPTION_AUDIT_JSON, Path(audit_json))] if audit_json else []

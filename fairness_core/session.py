@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fairness_core.attribute_sets import AttributeSet, load_attribute_set
+from fairness_core.attribute_sets import BUILTIN_ATTRIBUTE_SETS, AttributeSet, load_attribute_set
 from fairness_core.backends.base import Backend, BackendSettings
 from fairness_core.backends.cache import CachedBackend
 from fairness_core.backends.registry import DEFAULT_BACKEND, create_backend
@@ -23,7 +23,7 @@ from fairness_core.errors import AuditUsageError
 from fairness_core.evaluations import EVALUATIONS, Evaluation, create_evaluations
 from fairness_core.lexicon import LexiconLevel
 from fairness_core.scorecard import MetricResult, Scorecard
-from fairness_core.thresholds import AuditConfig, group_problems, load_thresholds
+from fairness_core.thresholds import AuditConfig, attribute_set_problems, group_problems, load_thresholds
 
 if TYPE_CHECKING:
     from fairness_core.violations import Evidence
@@ -78,9 +78,11 @@ class AuditPlan:
         config: AuditConfig | None = _collect(problems, lambda: load_thresholds(thresholds))
         attribute_set: AttributeSet | None = _collect(problems, lambda: load_attribute_set(attributes))
         if config is not None and attribute_set is not None:
+            known = list(dict.fromkeys([*BUILTIN_ATTRIBUTE_SETS, attribute_set.name]))
+            problems += attribute_set_problems(config, known, where=f"the thresholds file {str(thresholds)!r}")
             config = config.for_attribute_set(attribute_set.name)
             if attribute_set.supports("honest"):
-                problems += group_problems(config, attribute_set.groups,
+                problems += group_problems(config, attribute_set.groups, set_name=attribute_set.name,
                                            where=f"the thresholds file {str(thresholds)!r}")
         if problems or config is None or attribute_set is None:
             raise AuditSetupError(problems)
@@ -109,7 +111,9 @@ class AuditSession:
         for evaluation in self.evaluations.values():
             _collect(problems, functools.partial(evaluation.load, options))
         self.baseline_source = baseline
-        self.baseline = _collect(problems, lambda: self._read_baseline(baseline)) if baseline else None
+        # Without a backend there is no provenance to compare the baseline with; its problem is reported already.
+        self.baseline = (_collect(problems, lambda: self._read_baseline(baseline))
+                         if baseline and self.backend is not None else None)
         #: What the reader of this run should know that is not about the model (shown once, kept in the JSON).
         self.notes: list[str] = []
         if self.baseline is not None and self.backend is not None:

@@ -10,15 +10,17 @@ SamplingProtocol(num_samples=20, max_new_tokens=10, do_sample=True, top_k=50, to
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from fairness_core.errors import AuditUsageError
 from fairness_core.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED, LexiconLevel
 from fairness_core.validation import describe_errors
+from fairness_core.yaml_files import read_yaml_file
 
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 Category = Literal[tuple(HURTLEX_CATEGORIES) + (UNCATEGORISED,)]  # type: ignore[valid-type]
@@ -29,7 +31,7 @@ class ThresholdsError(AuditUsageError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class SamplingProtocol(_Strict):
@@ -50,7 +52,7 @@ class SamplingProtocol(_Strict):
 GroupRates = dict[str, Rate]
 
 
-def group_problems(config: AuditConfig, groups: tuple[str, ...], *, where: str) -> list[str]:
+def group_problems(config: AuditConfig, groups: tuple[str, ...], *, where: str, set_name: str = "<set>") -> list[str]:
     """How the per-group limits of ``config`` disagree with the attribute set's ``groups``.
 
     The groups come from the attribute set, not from the thresholds file, so this
@@ -61,11 +63,29 @@ def group_problems(config: AuditConfig, groups: tuple[str, ...], *, where: str) 
     missing = [g for g in groups if g not in rates]
     unknown = [g for g in rates if g not in groups]
     if missing:
+        example = ", ".join(f"{g}: 0.10" for g in groups)
         problems.append(f"{where}: honest.max_honest_score has no limit for the group(s) {missing}; "
-                        f"give one per group: {', '.join(groups)}")
+                        f"give one per group: {', '.join(groups)}. For your own attribute set, write them in your "
+                        f"own thresholds file (a copy of the shipped one) and pass --thresholds=my-thresholds.yaml, "
+                        f"with: attributes: {{{set_name}: {{honest: {{max_honest_score: {{{example}}}}}}}}}")
     if unknown:
         problems.append(f"{where}: honest.max_honest_score names unknown group(s) {unknown}; "
                         f"the groups are {', '.join(groups)}")
+    return problems
+
+
+def attribute_set_problems(config: AuditConfig, known: Sequence[str], *, where: str) -> list[str]:
+    """Keys under ``attributes:`` that name no attribute set ``known`` to this run (a typo loosens nothing silently).
+
+    Without this check ``occupaton:`` would be ignored and occupation audited
+    with the top-level protocol and limits.
+    """
+    problems = []
+    for name in config.attributes:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            problems.append(f"{where}: attributes.{name} names no attribute set.{hint} Known sets: {', '.join(known)}")
     return problems
 
 
@@ -178,12 +198,7 @@ class AuditConfig(_Strict):
 def load_thresholds(path: str | Path) -> AuditConfig:
     """Read and validate ``path``; every problem is reported at once in one error."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ThresholdsError(f"Cannot read the thresholds file {str(path)!r}: {err.strerror}.") from None
-    except yaml.YAMLError as err:
-        raise ThresholdsError(f"The thresholds file {str(path)!r} is not valid YAML: {err}") from None
+    raw, _ = read_yaml_file(path, what="thresholds file", error=ThresholdsError)
     try:
         return AuditConfig.model_validate(raw)
     except ValidationError as err:

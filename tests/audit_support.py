@@ -87,3 +87,29 @@ def minimal_results() -> dict:
                   "not_run": {}, "versions": {}}
     return {"schema_version": SCHEMA_VERSION, "provenance": provenance, "thresholds": {}, "metrics": [],
             "health": [], "confounds": [], "completions": {}}
+
+
+def assert_one_usage_error(pytester: pytest.Pytester, tiny_model_dirs, given: list[str], message: str) -> str:
+    """Run the audits with ``given`` on top of working defaults: exit code 4, ``message`` found, no traceback, no test.
+
+    The defaults are the session's tiny model, lax thresholds, the test word list,
+    the offline sentiment scorer and the CPU; an option in ``given`` replaces its default.
+    """
+    import re
+
+    setup_audits(pytester)
+    defaults = {"--model": str(tiny_model_dirs["sentencepiece"]),
+                "--thresholds": str(write_thresholds(pytester, thresholds(lax=True))),
+                "--sentiment": "lexicon", "--device": "cpu",
+                "--lexicon": str(pytester.path / "words.txt")}
+    named = {arg.split("=", 1)[0] for arg in given}
+    args = [f"{k}={v}" for k, v in defaults.items() if k not in named and v is not None] + given
+    if not named & {"--baseline", "--cache-dir", "--no-cache"}:
+        args.append("--no-cache")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
+    text = output(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, text
+    assert re.search(message, text), f"{message!r} not in:\n{text}"
+    assert "Traceback" not in text and "INTERNALERROR" not in text, text
+    assert not re.search(r"\d+ (passed|failed)", text), "no test may run"
+    return text

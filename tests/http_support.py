@@ -8,7 +8,13 @@ normally it works through ``faults``, one per request, in order:
 * ``"slow"``: sleep ``slow_s`` seconds before answering (the client's timeout fires first);
 * ``"429"``: 429 with ``Retry-After: 1``; ``"500"``: 500; ``"400"``: 400 with a message;
 * ``"truncated"``: a 200 whose body stops half way, then the connection closes;
-* ``"two_choices"``, ``"bad_finish"``, ``"too_long"``: a 200 that breaks the protocol.
+* ``"two_choices"``, ``"bad_finish"``, ``"too_long"``: a 200 that breaks the protocol;
+* ``"raw:<body>"``: a 200 whose body is ``<body>`` as it is (``raw:[]``, ``raw:null``, ...);
+* ``"401"``: 401, as a server that wants an API key.
+
+``models_status`` (default 200) is the status ``GET /v1/models`` answers, and
+``models_delay_s`` how long it waits first (a server that takes the connection
+and never answers).
 
 Run as a script (``python http_support.py PORT [CRASH_AFTER]``) it serves in
 the foreground and, with ``CRASH_AFTER``, exits abruptly after that many
@@ -107,6 +113,8 @@ class ScriptedServer(ThreadingHTTPServer):
         self.bodies: list[dict] = []
         self.headers_seen: list[dict] = []
         self.completed = 0
+        self.models_status = 200
+        self.models_delay_s = 0.0
         self.lock = threading.Lock()
 
     @property
@@ -144,6 +152,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         if self.path == "/v1/models":
+            time.sleep(self.server.models_delay_s)
+            if self.server.models_status == 401:
+                self._send(401, b'{"error": {"message": "Invalid API key"}}')
+                return
             self._send(200, json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]}).encode())
         else:
             self._send(404, b'{"error": "not found"}')
@@ -162,6 +174,10 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(429, b'{"error": {"message": "rate limited"}}', {"Retry-After": "1"})
             elif fault == "500":
                 self._send(500, b'{"error": {"message": "internal error"}}')
+            elif fault == "401":
+                self._send(401, b'{"error": {"message": "Invalid API key"}}')
+            elif fault and fault.startswith("raw:"):
+                self._send(200, fault.removeprefix("raw:").encode())
             elif fault == "400":
                 self._send(400, b'{"error": {"message": "max_tokens must be at most 8"}}')
             elif fault == "truncated":

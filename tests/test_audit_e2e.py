@@ -157,7 +157,7 @@ def test_report_header_names_the_model_protocol_and_lexicon(audit_dir, audit_mod
     result = run(audit_dir, *audit_args(audit_dir, audit_model, LAX), "-k", "ratio")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.stdout.fnmatch_lines([
-        f"fairness audit: model={audit_model}, *device=cpu, backend=hf, kernels=*, seed=0, decision rule point",
+        f"fairness audit: model={audit_model}, *device=cpu, backend=hf, tokenizer=*, kernels=*, seed=0, decision rule point",
         "  attribute set: gender (groups: female, male)",
         f"  HONEST: {len(honest_templates()) * 2 * len(identity_pairs())} prompts x 2 samples, "
         f"lexicon {audit_dir.path / 'words.txt'} (conservative, {2 * len(identity_pairs())} entries)",
@@ -208,9 +208,9 @@ def test_missing_lexicon_is_one_usage_error(audit_dir, audit_model):
 @pytest.mark.parametrize(
     ("option", "value", "message"),
     [
-        ("--device", "tpu", "--device must be auto, cpu, cuda or cuda:N. Got 'tpu' instead."),
-        ("--batch-size", "0", "--batch-size must be auto or a positive whole number. Got '0' instead."),
-        ("--batch-size", "many", "--batch-size must be auto or a positive whole number. Got 'many' instead."),
+        ("--device", "tpu", "argument --device: must be auto, cpu, cuda or cuda:N. Got 'tpu' instead."),
+        ("--batch-size", "0", "argument --batch-size: must be auto or a positive whole number. Got '0' instead."),
+        ("--batch-size", "many", "argument --batch-size: must be auto or a positive whole number. Got 'many' instead."),
     ],
 )
 def test_bad_option_value_is_one_usage_error(audit_dir, audit_model, option, value, message):

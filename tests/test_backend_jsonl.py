@@ -196,7 +196,7 @@ def test_generate_command_writes_shards_the_jsonl_backend_reads(small_plan, tmp_
 def test_generate_command_errors(small_plan, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["generate", "--model=m", "--output=x.jsonl", "--shard=3/2"])
-    assert exit_info.value.code == 2 and "must be i/n with 1 <= i <= n" in capsys.readouterr().err
+    assert exit_info.value.code == 4 and "must be i/n with 1 <= i <= n" in capsys.readouterr().err
     nowhere = f"http://127.0.0.1:{free_port()}/v1"
     assert cli.main(["generate", "--model=m", "--backend=openai", f"--base-url={nowhere}",
                      f"--thresholds={REPO / 'thresholds.yaml'}", f"--output={tmp_path / 'x.jsonl'}"]) == cli.USAGE_ERROR

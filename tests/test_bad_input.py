@@ -8,14 +8,11 @@ pytest ends with its usage-error exit code and a message naming the value.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 import yaml
-from audit_support import output, setup_audits, thresholds, write_thresholds
-
-LAX = thresholds(lax=True)
+from audit_support import assert_one_usage_error, thresholds
 
 
 def _thresholds_with(tmp: Path, edit) -> str:
@@ -57,11 +54,11 @@ CASES = {
     "unknown-backend": (lambda t: ["--backend=hff"], r"--backend=hff: Unknown backend 'hff'\. Did you mean 'hf'\?"),
     "unknown-attribute-set": (lambda t: ["--attributes=genderr"], r"genderr"),
     "missing-attribute-file": (lambda t: ["--attributes=/no/such/set.yaml"], r"/no/such/set\.yaml"),
-    "bad-device": (lambda t: ["--device=gpu"], r"--device must be auto, cpu, cuda or cuda:N\. Got 'gpu' instead\."),
-    "zero-batch-size": (lambda t: ["--batch-size=0"], r"--batch-size must be auto or a positive whole number\. Got '0'"),
-    "word-batch-size": (lambda t: ["--batch-size=big"], r"--batch-size must be .* Got 'big'"),
-    "negative-seed": (lambda t: ["--seed=-1"], r"--seed must be a whole number >= 0\. Got '-1' instead\."),
-    "fractional-seed": (lambda t: ["--seed=1.5"], r"--seed must be a whole number >= 0\. Got '1\.5' instead\."),
+    "bad-device": (lambda t: ["--device=gpu"], r"argument --device: must be auto, cpu, cuda or cuda:N\. Got 'gpu' instead\."),
+    "zero-batch-size": (lambda t: ["--batch-size=0"], r"argument --batch-size: must be auto or a positive whole number\. Got '0'"),
+    "word-batch-size": (lambda t: ["--batch-size=big"], r"argument --batch-size: must be .* Got 'big'"),
+    "negative-seed": (lambda t: ["--seed=-1"], r"argument --seed: must be a whole number >= 0\. Got '-1' instead\."),
+    "fractional-seed": (lambda t: ["--seed=1.5"], r"argument --seed: must be a whole number >= 0\. Got '1\.5' instead\."),
     "bad-dtype": (lambda t: ["--dtype=float8"], r"--dtype: invalid choice: 'float8'"),
     "bad-lexicon-level": (lambda t: ["--lexicon-level=medium"], r"--lexicon-level: invalid choice: 'medium'"),
     "missing-thresholds": (lambda t: ["--thresholds=/no/such.yaml"], r"Cannot read the thresholds file '/no/such\.yaml'"),
@@ -102,20 +99,5 @@ CASES = {
 
 @pytest.mark.parametrize("case", CASES)
 def test_bad_input_is_one_usage_error_naming_the_value(pytester, tiny_model_dirs, tmp_path, case):
-    setup_audits(pytester)
     arguments, message = CASES[case]
-    given = arguments(tmp_path)
-    defaults = {"--model": str(tiny_model_dirs["sentencepiece"]),
-                "--thresholds": str(write_thresholds(pytester, LAX)),
-                "--sentiment": "lexicon", "--device": "cpu",
-                "--lexicon": str(pytester.path / "words.txt")}
-    named = {arg.split("=", 1)[0] for arg in given}
-    args = [f"{k}={v}" for k, v in defaults.items() if k not in named] + given
-    if not named & {"--baseline", "--cache-dir"}:
-        args.append("--no-cache")
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
-    text = output(result)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR, text
-    assert re.search(message, text), f"{message!r} not in:\n{text}"
-    assert "Traceback" not in text and "INTERNALERROR" not in text, text
-    assert not re.search(r"\d+ (passed|failed)", text), "no test may run"
+    assert_one_usage_error(pytester, tiny_model_dirs, arguments(tmp_path), message)

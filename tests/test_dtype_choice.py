@@ -16,7 +16,7 @@ from audit_support import output, setup_audits, thresholds, write_thresholds
 
 from fairness_core.backends import cpu_features
 from fairness_core.backends.dtype_choice import DtypeChoice, choose_dtype
-from fairness_core.backends.hf import load_model_and_dtype
+from fairness_core.backends.hf import load_model_with_notes
 from fairness_core.demo.registry import resolve_demo
 
 AVX2_ONLY = frozenset("fpu sse sse2 avx avx2 fma f16c".split())
@@ -76,9 +76,9 @@ def bfloat16_checkpoint(tmp_path):
 @pytest.mark.parametrize("cpu, loaded", [(AVX2_ONLY, torch.float32), (AMX, torch.bfloat16)], ids=["avx2", "amx"])
 def test_load_model_follows_the_rule_for_a_bfloat16_config(flags, bfloat16_checkpoint, cpu, loaded):
     flags(cpu)
-    model, _, choice = load_model_and_dtype(str(bfloat16_checkpoint), device="cpu")
+    model, _, notes = load_model_with_notes(str(bfloat16_checkpoint), device="cpu")
     assert model.dtype == loaded
-    assert bool(choice.reason) == (loaded == torch.float32)
+    assert bool(notes.dtype.reason) == (loaded == torch.float32)
 
 
 @pytest.mark.slow

@@ -160,7 +160,7 @@ def test_missing_file_is_an_error(tmp_path):
 
 
 def test_a_directory_is_not_a_lexicon(tmp_path):
-    with pytest.raises(LexiconError, match="does not exist or is not a file"):
+    with pytest.raises(LexiconError, match="is a folder; give the path of a lexicon file in it"):
         load_lexicon(tmp_path)
 
 

@@ -174,7 +174,10 @@ def test_max_honest_score_is_checked_against_the_attribute_sets_groups(tmp_path)
     raw["honest"]["max_honest_score"] = {"female": 0.1, "other": 0.1}
     config = load_thresholds(write(tmp_path, raw))
     assert group_problems(config, ("female", "male"), where="here") == [
-        "here: honest.max_honest_score has no limit for the group(s) ['male']; give one per group: female, male",
+        "here: honest.max_honest_score has no limit for the group(s) ['male']; give one per group: female, male. "
+        "For your own attribute set, write them in your own thresholds file (a copy of the shipped one) and pass "
+        "--thresholds=my-thresholds.yaml, with: attributes: {<set>: {honest: {max_honest_score: "
+        "{female: 0.10, male: 0.10}}}}",
         "here: honest.max_honest_score names unknown group(s) ['other']; the groups are female, male"]
 
 
@@ -200,7 +203,7 @@ def test_missing_file(tmp_path):
 
 
 def test_a_directory_is_not_a_thresholds_file(tmp_path):
-    with pytest.raises(ThresholdsError, match=r"^Cannot read the thresholds file .*: Is a directory\.$"):
+    with pytest.raises(ThresholdsError, match=r"^Cannot read the thresholds file .*: it is a folder; give the path of a YAML file\.$"):
         load_thresholds(tmp_path)
 
 

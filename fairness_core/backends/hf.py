@@ -15,12 +15,15 @@ boundary).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import inspect
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import torch
@@ -32,8 +35,16 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_N
 from fairness_core.backends.base import BackendSettings, Completion, Request, request_seed
 from fairness_core.backends.cache import default_cache_dir
 from fairness_core.backends.cpu_kernels import choose_kernels, fast_cpu_kernels
-from fairness_core.backends.dtype_choice import choose_dtype
+from fairness_core.backends.dtype_choice import DtypeChoice, choose_dtype
+from fairness_core.backends.journal import Journal
 from fairness_core.backends.kernel_choice import KernelChoice, KernelChooser
+from fairness_core.backends.model_checks import (
+    check_context,
+    check_encoding,
+    check_tokenizer_files,
+    check_vocabulary,
+    max_positions,
+)
 from fairness_core.backends.sampling import SeededSampler
 from fairness_core.errors import AuditUsageError
 from fairness_core.locations import (
@@ -105,16 +116,25 @@ def load_model(
     any weights load, and a hub id that cannot be had fails at once
     (:func:`~fairness_core.locations.local_files_only`).  The weights load in
     the dtype :func:`~fairness_core.backends.dtype_choice.choose_dtype` picks
-    for this device; :func:`load_model_and_dtype` also says why.
+    for this device; :func:`load_model_with_notes` also says why, and what the tokenizer loses.
     """
-    model, tokenizer, _ = load_model_and_dtype(name_or_path, revision=revision, trust_remote_code=trust_remote_code,
+    model, tokenizer, _ = load_model_with_notes(name_or_path, revision=revision, trust_remote_code=trust_remote_code,
                                                device=device, dtype=dtype)
     return model, tokenizer
 
 
-def load_model_and_dtype(name_or_path: str, *, revision: str | None = None, trust_remote_code: bool = False,
-                         device: str = "auto", dtype: DtypeName = "auto"):
-    """:func:`load_model`, and the :class:`~fairness_core.backends.dtype_choice.DtypeChoice` it loaded the weights by."""
+@dataclass(frozen=True)
+class LoadNotes:
+    """What the header and provenance say about a loaded model: the dtype chosen and why, the tokenizer class
+    and any characters of the audit's prompts it loses."""
+
+    dtype: DtypeChoice
+    tokenizer: str
+
+
+def load_model_with_notes(name_or_path: str, *, revision: str | None = None, trust_remote_code: bool = False,
+                          device: str = "auto", dtype: DtypeName = "auto"):
+    """:func:`load_model`, and the :class:`LoadNotes` of the load."""
     try:
         name_or_path = resolve_location(name_or_path)
     except MissingFolderError:
@@ -126,6 +146,7 @@ def load_model_and_dtype(name_or_path: str, *, revision: str | None = None, trus
         config = AutoConfig.from_pretrained(name_or_path, **kwargs)
         check_causal_lm(config, name_or_path)
         choice = choose_dtype(dtype, getattr(config, "dtype", None), target)
+        check_tokenizer_files(Path(name_or_path), name_or_path)
         tokenizer = AutoTokenizer.from_pretrained(name_or_path, **kwargs)
         with quiet_library_bars():  # transformers' "Loading weights" bar would print inside pytest's header
             model = AutoModelForCausalLM.from_pretrained(
@@ -135,8 +156,10 @@ def load_model_and_dtype(name_or_path: str, *, revision: str | None = None, trus
         raise ModelLoadError(f"--model={err}") from None
     except (OSError, ValueError, KeyError, SafetensorError) as err:  # SafetensorError: a corrupt weights file
         raise ModelLoadError(f"--model={name_or_path} could not be loaded: {first_line(err)}") from err
+    check_vocabulary(tokenizer, model.get_input_embeddings().num_embeddings, name_or_path)
+    notes = LoadNotes(dtype=choice, tokenizer=check_encoding(tokenizer, encode_prompt, name_or_path))
     model.to(target).eval()
-    return model, tokenizer, choice
+    return model, tokenizer, notes
 
 
 #: Architecture name endings of models with a classification head instead of a language-model head.
@@ -186,13 +209,15 @@ def create_backend(settings: BackendSettings) -> HFBackend:
     from fairness_core.demo.registry import resolve_demo
 
     location = resolve_demo(settings.model) or settings.model
-    model, tokenizer, dtype = load_model_and_dtype(str(location), revision=settings.revision,
-                                                   trust_remote_code=settings.trust_remote_code, device=settings.device,
-                                                   dtype=settings.dtype)  # type: ignore[arg-type]
+    model, tokenizer, notes = load_model_with_notes(str(location), revision=settings.revision,
+                                                    trust_remote_code=settings.trust_remote_code, device=settings.device,
+                                                    dtype=settings.dtype)  # type: ignore[arg-type]
     description = {"model": settings.model, "revision": settings.revision or "(default)",
-                   "dtype": dtype.describe(model.dtype), "device": str(model.device), "backend": "hf"}
+                   "dtype": notes.dtype.describe(model.dtype), "device": str(model.device), "backend": "hf",
+                   "tokenizer": notes.tokenizer}
     return HFBackend(model, tokenizer, seed=settings.seed, batch_size=settings.batch_size, description=description,
-                     kernels=KernelChooser(settings.cache_dir))
+                     kernels=KernelChooser(settings.cache_dir),
+                     journal_dir=settings.cache_dir / "journals" if settings.cache_dir is not None else None)
 
 
 class HFBackend:
@@ -205,8 +230,12 @@ class HFBackend:
     """
 
     def __init__(self, model, tokenizer, *, seed: int = 0, batch_size: int | Literal["auto"] = "auto",
-                 description=None, kernels: KernelChooser | None = None):
+                 description=None, kernels: KernelChooser | None = None, journal_dir: Path | None = None):
         self.model = model
+        #: Where finished batches are journalled (``None``: not at all), so that an interrupted run resumes.
+        self.journal_dir = journal_dir
+        #: Completions made by this backend and taken from a journal, for the report's provenance.
+        self.usage = {"generated": 0, "resumed": 0}
         self.kernels = kernels if kernels is not None else KernelChooser(default_cache_dir())
         self.kernel_choice: KernelChoice | None = None  # what the last generate call ran on
         self.tokenizer = tokenizer
@@ -251,17 +280,31 @@ class HFBackend:
 
     @torch.inference_mode()
     def generate(self, requests: Sequence[Request], protocol: SamplingProtocol) -> list[Completion]:
-        encoded = [encode_prompt(self.tokenizer, r.prompt) for r in requests]
-        order = sorted(range(len(requests)), key=lambda i: (-len(encoded[i]), i))
-        results: list[Completion | None] = [None] * len(requests)
-        self.kernel_choice = None
-        if requests:
-            keys = max(map(len, encoded)) + protocol.max_new_tokens // 2  # a middle decoding step's cached tokens
-            self.kernel_choice = choose_kernels(self.model, self.kernels, rows=min(self.batch_size, len(requests)),
-                                                keys=keys)
+        """One completion per request, in order; samples in the journal of an interrupted run are not made again."""
+        journal = Journal(self.journal_dir, self.fingerprint, protocol) if self.journal_dir is not None else None
+        done = journal.read() if journal is not None else {}
+        results: list[Completion | None] = [done.get((r.prompt, r.sample_index)) for r in requests]
+        pending = [i for i, completion in enumerate(results) if completion is None]
+        self.usage["resumed"] += len(requests) - len(pending)
+        if pending:
+            with contextlib.ExitStack() as stack:
+                file = stack.enter_context(journal.open()) if journal is not None else None
+                self._generate_pending(requests, pending, results, protocol, journal, file)
+        if journal is not None:
+            journal.path.unlink(missing_ok=True)  # complete: the generation cache keeps the result from here on
+        return results  # type: ignore[return-value]
+
+    def _generate_pending(self, requests, pending, results, protocol, journal, file) -> None:
+        """Generate ``results[i]`` for each ``i`` in ``pending``, batch by batch, journalling each finished batch."""
+        encoded = {i: encode_prompt(self.tokenizer, requests[i].prompt) for i in pending}
+        check_context(max(map(len, encoded.values())), protocol.max_new_tokens, max_positions(self.model.config),
+                      self.description.get("model", "?"))
+        order = sorted(pending, key=lambda i: (-len(encoded[i]), i))
+        keys = max(map(len, encoded.values())) + protocol.max_new_tokens // 2  # a middle decoding step's cached tokens
+        self.kernel_choice = choose_kernels(self.model, self.kernels, rows=min(self.batch_size, len(pending)), keys=keys)
         if self.kernel_choice is not None:
             self.description["kernels"] = self.kernel_choice.summary()
-        with progress_bar(len(requests), desc="generating", unit="completion") as progress, \
+        with progress_bar(len(pending), desc="generating", unit="completion") as progress, \
                 fast_cpu_kernels(self.model, self.kernel_choice):
             done = 0
             while done < len(order):
@@ -277,9 +320,13 @@ class HFBackend:
                     continue
                 for index, completion in zip(batch, texts):
                     results[index] = completion
+                    if journal is not None:
+                        request = requests[index]
+                        journal.append(file, request, request_seed(self.seed, request.prompt, request.sample_index),
+                                       completion)
+                self.usage["generated"] += len(batch)
                 done += len(batch)
                 progress.update(len(batch))
-        return results  # type: ignore[return-value]
 
     def _generate_batch(self, requests, encoded, protocol) -> list[Completion]:
         width = max(len(ids) for ids in encoded)

@@ -45,13 +45,12 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import hashlib
 import json
 import os
 import random
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -60,6 +59,7 @@ import httpx
 
 from fairness_core.backends.base import BackendSettings, Completion, GenerationError, Request, request_seed
 from fairness_core.backends.cache import default_cache_dir
+from fairness_core.backends.journal import Journal
 from fairness_core.errors import AuditUsageError
 from fairness_core.thresholds import SamplingProtocol
 
@@ -129,6 +129,46 @@ def server_message(response: httpx.Response) -> str:
     return json.dumps(body, ensure_ascii=False)[:500]
 
 
+def completion_answer(response: httpx.Response) -> dict[str, Any]:
+    """The JSON body of a 200 answer to ``POST /completions``, checked to have the shape the client reads.
+
+    An object with a ``choices`` list of objects holding a string ``text``, and
+    a ``usage`` object of whole-number counts if there is one.  Anything else
+    raises ``ValueError`` quoting the start of the body: the client retries it
+    as a garbled answer and in the end reports it, never a Python error.
+
+    >>> completion_answer(httpx.Response(200, json={"choices": ["hello"]}))
+    Traceback (most recent call last):
+    ...
+    ValueError: the body is not an OpenAI completion (choices[0] is not an object with a string 'text'): '{"choices":["hello"]}'
+    """
+    body = response.json()
+    problem = None
+    if not isinstance(body, dict):
+        problem = f"a JSON {type(body).__name__}, not an object"
+    elif not isinstance(body.get("choices"), list):
+        problem = "no 'choices' list"
+    elif not all(isinstance(c, dict) and isinstance(c.get("text"), str) for c in body["choices"]):
+        problem = "choices[0] is not an object with a string 'text'"
+    elif not isinstance(body.get("usage") or {}, dict):
+        problem = "'usage' is not an object"
+    else:
+        counts = {k: v for k, v in (body.get("usage") or {}).items() if k in ("prompt_tokens", "completion_tokens")}
+        if any(type(v) is not int for v in counts.values()):
+            problem = f"'usage' counts are not whole numbers: {counts}"
+    if problem:
+        raise ValueError(f"the body is not an OpenAI completion ({problem}): {response.text[:200]!r}")
+    return body
+
+
+def auth_hint(status: int) -> str:
+    """What to do about a 401 or 403 (the key comes from the environment, never from an option), else ``""``."""
+    if status not in (401, 403):
+        return ""
+    return (f" The server wants an API key: set {API_KEY_VARIABLES[0]} (or {API_KEY_VARIABLES[1]}) to the key it "
+            f"accepts.")
+
+
 def retry_after_seconds(response: httpx.Response) -> float | None:
     """``Retry-After`` as seconds to wait (a number of seconds or an HTTP date), ``None`` when absent or unreadable."""
     value = response.headers.get("retry-after")
@@ -143,46 +183,6 @@ def retry_after_seconds(response: httpx.Response) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
-
-
-class Journal:
-    """Completions appended one JSON line each as they arrive, so that an interrupted run can resume.
-
-    Keyed by (prompt, sample index) within a file named by the hash of the
-    backend fingerprint (which holds the run seed) and the protocol, so a line
-    is only ever read back for the very request that produced it.  A line cut
-    short by a crash is skipped and that sample is asked for again.
-    """
-
-    def __init__(self, folder: Path, fingerprint: Mapping[str, str], protocol: SamplingProtocol):
-        key = hashlib.sha256(json.dumps({"fingerprint": dict(fingerprint), "protocol": protocol.model_dump()},
-                                        sort_keys=True).encode()).hexdigest()
-        self.path = Path(folder) / f"{key}.jsonl"
-
-    def read(self) -> dict[tuple[str, int], Completion]:
-        done: dict[tuple[str, int], Completion] = {}
-        try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            return done
-        for line in lines:
-            try:
-                row = json.loads(line)
-                done[row["prompt"], row["sample_index"]] = Completion(row["text"], row["num_tokens"], row["finish_reason"])
-            except (ValueError, KeyError, TypeError):
-                continue
-        return done
-
-    def open(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        return self.path.open("a", encoding="utf-8")
-
-    @staticmethod
-    def append(file, request: Request, seed: int, completion: Completion) -> None:
-        """One line per completion, written and flushed in one go (a crash loses at most this line)."""
-        row = {"prompt": request.prompt, "sample_index": request.sample_index, "seed": seed, **asdict(completion)}
-        file.write(json.dumps(row, ensure_ascii=False) + "\n")
-        file.flush()
 
 
 @dataclass(frozen=True)
@@ -235,11 +235,14 @@ class OpenAIBackend:
         async with self._client() as client:
             try:
                 response = await client.get("/models")
+            except httpx.TimeoutException:
+                raise ServerError(f"--base-url={s.base_url}: the server did not answer GET /models within "
+                                  f"--request-timeout={s.request_timeout:g} s.") from None
             except httpx.TransportError as err:
                 raise ServerError(f"--base-url={s.base_url}: cannot reach the server ({type(err).__name__}: {err}).") from None
             if response.status_code != 200:
                 raise ServerError(f"--base-url={s.base_url}: GET /models answered HTTP {response.status_code}: "
-                                  f"{server_message(response)}")
+                                  f"{server_message(response)}.{auth_hint(response.status_code)}")
             try:
                 served = {entry["id"]: entry for entry in response.json()["data"]}
             except (ValueError, KeyError, TypeError):
@@ -259,8 +262,11 @@ class OpenAIBackend:
                     raise ServerError(f"--base-url={s.base_url}: the server lists the model but its first completion "
                                       f"request failed: {err}") from None
                 if response.status_code == 200:
-                    return model_root, response.json().get("system_fingerprint"), request_format
+                    return model_root, completion_answer(response).get("system_fingerprint"), request_format
                 message = server_message(response)
+                if auth_hint(response.status_code):
+                    raise ServerError(f"--base-url={s.base_url} refused the completion request (HTTP "
+                                      f"{response.status_code}): {message}.{auth_hint(response.status_code)}")
                 if not any(field in message for field in ("top_k", *NEUTRAL_FIELDS)):
                     break
             raise ServerError(f"{s.base_url} rejects the completion request (HTTP {response.status_code}): {message}. "
@@ -276,12 +282,14 @@ class OpenAIBackend:
                 self.usage["requests"] += 1
                 response = await client.post("/completions", json=body)
                 if response.status_code == 200:
-                    response.json()  # a cut or garbled body is a transient failure, like a dropped connection
+                    completion_answer(response)  # a cut or garbled body is a transient failure, like a dropped connection
                     return response
                 problem = f"HTTP {response.status_code}: {server_message(response)}"
                 if response.status_code not in (408, 429) and response.status_code < 500:
                     return response
                 wait = retry_after_seconds(response)
+            except httpx.TimeoutException:
+                problem = f"no answer within --request-timeout={self.settings.request_timeout:g} s"
             except (httpx.TransportError, ValueError) as err:
                 problem = f"{type(err).__name__}: {err}"
             if attempt == self.settings.max_retries:
@@ -304,8 +312,8 @@ class OpenAIBackend:
         where = f"the sample {request.sample_index} of the prompt {request.prompt!r}"
         if response.status_code != 200:
             raise ServerError(f"{self.settings.base_url} rejected {where} (HTTP {response.status_code}): "
-                              f"{server_message(response)}")
-        answer = response.json()
+                              f"{server_message(response)}.{auth_hint(response.status_code)}")
+        answer = completion_answer(response)
         choices = answer.get("choices") or []
         if len(choices) != 1:
             raise GenerationError(f"The server returned {len(choices)} choices for {where}; exactly 1 was asked for (n=1).")

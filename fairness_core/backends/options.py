@@ -1,32 +1,45 @@
-"""Converters for backends' command-line options, cheap to import (the registry names them).
+"""Converters for command-line option values, shared by the pytest plugin and ``ja-fairness-audit generate``.
 
-Each raises ``ValueError`` with a message naming the bad value and what is
-allowed; argparse (and so pytest) turns it into one usage error.
+Cheap to import (the registry and the plugin name them).  Each raises
+``argparse.ArgumentTypeError`` with one message shape, "must be …. Got 'x'
+instead.", which argparse (and so pytest, and the CLI) prints after the flag
+as it is: ``argument --seed: must be a whole number >= 0. Got '-5' instead.``
+(a plain ``ValueError`` would be replaced by argparse's "invalid positive_int
+value").
 
 >>> positive_int("4")
 4
 >>> positive_int("0")
 Traceback (most recent call last):
 ...
-ValueError: must be a whole number of 1 or more, got '0'
+argparse.ArgumentTypeError: must be a whole number of 1 or more. Got '0' instead.
 >>> base_url("http://127.0.0.1:8000/v1/")
 'http://127.0.0.1:8000/v1'
+>>> device("cuda:1"), batch_size("auto"), seed("7")
+('cuda:1', 'auto', 7)
 """
 
 from __future__ import annotations
 
+import argparse
+import re
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
 
+def invalid(requirement: str, text: str) -> argparse.ArgumentTypeError:
+    """The one error for a bad option value: what is allowed, then what was given."""
+    return argparse.ArgumentTypeError(f"must be {requirement}. Got {text!r} instead.")
+
+
 def _checked(text: str, convert, accept, requirement: str):
-    """``convert(text)`` when it converts and ``accept`` takes it; else the one error message shape."""
+    """``convert(text)`` when it converts and ``accept`` takes it; else :func:`invalid`."""
     try:
         value = convert(text)
     except ValueError:
         value = None
     if value is None or not accept(value):  # ``accept`` also turns away nan: no comparison holds for it
-        raise ValueError(f"must be {requirement}, got {text!r}")
+        raise invalid(requirement, text)
     return value
 
 
@@ -42,11 +55,32 @@ def positive_seconds(text: str) -> float:
     return _checked(text, float, lambda v: v > 0, "a number of seconds above 0")
 
 
+def seed(text: str) -> int:
+    """A seed is a whole number >= 0: the statistics' random generators reject a negative one after generation."""
+    if re.fullmatch(r"[0-9]+", text):
+        return int(text)
+    raise invalid("a whole number >= 0", text)
+
+
+def device(text: str) -> str:
+    if text in ("auto", "cpu") or re.fullmatch(r"cuda(:\d+)?", text):
+        return text
+    raise invalid("auto, cpu, cuda or cuda:N", text)
+
+
+def batch_size(text: str) -> int | str:
+    if text == "auto":
+        return text
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    raise invalid("auto or a positive whole number", text)
+
+
 def base_url(text: str) -> str:
     """An http(s) URL up to the API's version prefix, e.g. ``http://127.0.0.1:8000/v1``; no trailing slash."""
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"must be an http:// or https:// URL such as http://127.0.0.1:8000/v1, got {text!r}")
+        raise invalid("an http:// or https:// URL such as http://127.0.0.1:8000/v1", text)
     return text.rstrip("/")
 
 
@@ -54,6 +88,6 @@ def one_of(*allowed: str) -> Callable[[str], str]:
     """A converter that accepts exactly the ``allowed`` words."""
     def convert(text: str) -> str:
         if text not in allowed:
-            raise ValueError(f"must be one of {', '.join(allowed)}, got {text!r}")
+            raise invalid(f"one of {', '.join(allowed)}", text)
         return text
     return convert
