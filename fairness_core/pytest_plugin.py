@@ -114,9 +114,10 @@ def pytest_configure(config: pytest.Config) -> None:
             check_output_file("--html", Path(html))
         except AuditUsageError as err:
             raise pytest.UsageError(str(err)) from None
-    config.pluginmanager.register(_AuditReporter(config), "fairness-audit-reporter")
+    reporter = _AuditReporter(config)
+    config.pluginmanager.register(reporter, "fairness-audit-reporter")
     if config.pluginmanager.hasplugin("html") and not _is_worker(config):
-        config.pluginmanager.register(HtmlReport(config), "fairness-audit-html")
+        config.pluginmanager.register(HtmlReport(config, reporter), "fairness-audit-html")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -203,6 +204,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     audits = [item for item in items if item.get_closest_marker(AUDIT_MARKER)]
     if not audits or session_key in config.stash:
         return
+    # The headline tests (ratio, group, gaps) run and are listed before the per-template and per-category ones.
+    items.sort(key=lambda item: bool({"template_id", "category"} & set(getattr(item, "fixturenames", ()))))
     plan = _plan(config)
     selected = {m.args[0] for item in audits for m in item.iter_markers(AUDIT_MARKER) if m.args}
     regression = any(item.get_closest_marker(BASELINE_MARKER) for item in audits)
@@ -407,8 +410,9 @@ def _final_results(config: pytest.Config) -> AuditResults | None:
 class HtmlReport:
     """pytest-html hooks, registered only when pytest-html is active."""
 
-    def __init__(self, config: pytest.Config):
+    def __init__(self, config: pytest.Config, reporter: _AuditReporter):
         self.config = config
+        self.reporter = reporter
 
     def pytest_html_report_title(self, report) -> None:
         report.title = "Fairness audit report"
@@ -418,4 +422,11 @@ class HtmlReport:
         if results is not None:
             from fairness_core.report import summary_html
 
-            prefix.append(summary_html(results))
+            prefix.append(summary_html(results, self.reporter.violations))
+
+    def pytest_html_results_table_html(self, report, data) -> None:
+        """A violation's evidence is shown once, in its table: the log keeps the violation's text without it."""
+        if data and any(key == _VIOLATION for key, _ in report.user_properties):
+            from fairness_core.report import html_log_without_evidence
+
+            data[0] = html_log_without_evidence(data[0])

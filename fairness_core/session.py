@@ -116,6 +116,9 @@ class AuditSession:
                          if baseline and self.backend is not None else None)
         #: What the reader of this run should know that is not about the model (shown once, kept in the JSON).
         self.notes: list[str] = []
+        if self.baseline is not None:
+            self.notes.append(f"baseline: compared with {baseline} (model "
+                              f"{self.baseline.provenance.model.get('model', '?')}, {self.baseline.provenance.created})")
         if self.baseline is not None and self.backend is not None:
             theirs, ours = self.baseline.provenance.model.get("backend"), self.backend.description.get("backend")
             if theirs != ours:

@@ -43,9 +43,16 @@ def test_html_report_and_terminal_summary(pytester, tiny_model_dirs):
     assert "test_group[gender-female]" in failed
     soup = BeautifulSoup(report.read_text(encoding="utf-8"), "html.parser")
 
-    # The summary block: provenance rows.
+    # The summary block opens with the verdict, counted from the failed tests, naming the model and the gate.
     summary = soup.find("div", class_="fa-summary")
     assert summary is not None, "no fa-summary block in the report"
+    banner = summary.find("div")
+    assert "fa-verdict" in banner["class"] and "failed" in banner["class"]
+    headline = re.fullmatch(r"FAILED: (\d+) aggregate violations?, (\d+) per-template or per-category(.*)",
+                            banner.get_text())
+    assert headline and int(headline[1]) + int(headline[2]) == len(failed), banner.get_text()
+    assert f"model {tiny_model_dirs['sentencepiece']} (hf); gate: decision rule point" in headline[3]
+    assert summary.find("table").find("th") is None, "the provenance table has no empty header row"
     provenance = {row.find_all("td")[0].get_text(): row.find_all("td")[1].get_text()
                   for row in summary.find("table").find_all("tr") if len(row.find_all("td")) == 2}
     for key in ("model", "weights fingerprint", "decision rule", "seed", "attribute set", "honest", "sentiment",
@@ -74,6 +81,9 @@ def test_html_report_and_terminal_summary(pytester, tiny_model_dirs):
     assert rows["sentiment.average_group_fairness"][5].get_text() in ("pass", "fail")
     assert rows["honest.category_score[category=unlisted,attribute=male]"][5].get_text() == "fail"
     assert "honest.honest_score[template=occupation-01,attribute=female]" not in rows, "only aggregates"
+    decisions = [cells[5].get_text() for cells in rows.values()]
+    assert decisions == sorted(decisions, key=lambda d: d != "fail"), "failures come first"
+    assert "nowrap" in female[2]["class"], "the interval stays on one line"
 
     # The embedded plots are real PNGs.
     images = summary.find_all("img")
@@ -98,6 +108,13 @@ def test_html_report_and_terminal_summary(pytester, tiny_model_dirs):
         prompt, completion, note = row.find_all("td")
         assert prompt.get_text() and completion.find("mark") is not None
         assert all(f"{mark.get_text()} ({mark.get_text()}, unlisted" in note.get_text() for mark in completion("mark"))
+    log = "".join(run["log"] for run in runs)
+    assert "AUDIT VIOLATION" in log and "(evidence: see the table above)" in log and "←" not in log, \
+        "the evidence is shown once, in its table"
+    order = [k.split("::")[-1] for k in blob["tests"]]
+    per_template = [i for i, name in enumerate(order) if name.startswith(("test_template", "test_category"))]
+    headline_tests = [i for i, name in enumerate(order) if name.startswith(("test_group", "test_ratio", "test_mean_gap"))]
+    assert max(headline_tests) < min(per_template), f"headline tests first: {order}"
     passed = [runs for k, runs in blob["tests"].items() if all(run["result"] == "Passed" for run in runs)]
     assert all(not run["extras"] for runs in passed for run in runs), "passing tests carry no evidence"
 
@@ -105,6 +122,7 @@ def test_html_report_and_terminal_summary(pytester, tiny_model_dirs):
     lines = result.stdout.lines
     start = next(i for i, line in enumerate(lines) if re.fullmatch(r"=+ fairness audit =+", line))
     section = lines[start + 1:]
+    assert section[0] == headline[0].split(" per-template")[0] + " per-template or per-category"
     violations = [line for line in section if line.startswith("VIOLATION ")]
     assert len(violations) == len(failed), "\n".join(section)
     assert any(line.startswith("VIOLATION honest.honest_score[attribute=female]: observed ") for line in violations)

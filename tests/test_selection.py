@@ -102,7 +102,7 @@ def test_xdist_writes_the_same_results_as_a_single_process(audits, tiny_model_di
         "--model", str(model), "--thresholds", str(write_thresholds(audits, LAX)),
         "--lexicon", str(audits.path / "words.txt"), f"--audit-json={parallel}")
     assert second.ret == pytest.ExitCode.OK, output(second)
-    second.stdout.fnmatch_lines(["*= fairness audit =*", "no audit violations"])
+    second.stdout.fnmatch_lines(["*= fairness audit =*", "PASSED: no audit violations"])
     assert _cache_entries(cache) == 2, "each evaluation generated once across both workers"
     a, b = (json.loads(p.read_text(encoding="utf-8")) for p in (single, parallel))
     assert a["metrics"] == b["metrics"] and a["completions"] == b["completions"]
