@@ -209,3 +209,17 @@ def test_generate_validates_its_options_as_the_plugin_does(tmp_path, args, messa
     assert done.returncode == 4, done.stderr
     assert message in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_an_engine_that_decodes_otherwise_than_model_generate_ends_the_run_before_generating(
+        pytester, tiny_model_dirs, monkeypatch):
+    """Issue 21's 'never silently wrong': the start-up parity check against model.generate (here the engine is
+    made to pick the next token id instead, as a transformers it was not written for might)."""
+    from fairness_core.backends import hf
+
+    real = hf.HFBackend._new_token_ids
+    monkeypatch.setattr(hf.HFBackend, "_new_token_ids",
+                        lambda self, *args: (real(self, *args) + 1) % self.model.config.vocab_size)
+    text = assert_one_usage_error(pytester, tiny_model_dirs, [], r"the engine decodes .* after '彼女は' where the "
+                                  r"model's own model\.generate decodes .* \(torch .*, transformers .*\)")
+    assert "generating:" not in text

@@ -29,7 +29,7 @@ from typing import Literal
 import torch
 import transformers
 from safetensors import SafetensorError
-from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, StaticCache
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig, StaticCache
 from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
 from fairness_core.backends.base import BackendSettings, Completion, Request, request_seed
@@ -39,6 +39,7 @@ from fairness_core.backends.dtype_choice import DtypeChoice, choose_dtype
 from fairness_core.backends.journal import Journal
 from fairness_core.backends.kernel_choice import KernelChoice, KernelChooser
 from fairness_core.backends.model_checks import (
+    PROBE_PROMPTS,
     check_context,
     check_encoding,
     check_tokenizer_files,
@@ -67,6 +68,8 @@ AUTO_TOKENS_PER_ROW = 96
 #: Part of the generation cache key: bumped whenever a change to the engine (kernels, KV cache, sampling)
 #: can change a completion, so that entries written by an older engine are not served as this one's.
 ENGINE_REVISION = "3"
+#: The transformers release the engine's decoding loop is written and tested against (pyproject.toml asks for it or later).
+TESTED_TRANSFORMERS = "5.24.0"
 
 
 def auto_batch_size(model) -> int:
@@ -215,9 +218,71 @@ def create_backend(settings: BackendSettings) -> HFBackend:
     description = {"model": settings.model, "revision": settings.revision or "(default)",
                    "dtype": notes.dtype.describe(model.dtype), "device": str(model.device), "backend": "hf",
                    "tokenizer": notes.tokenizer}
-    return HFBackend(model, tokenizer, seed=settings.seed, batch_size=settings.batch_size, description=description,
-                     kernels=KernelChooser(settings.cache_dir),
-                     journal_dir=settings.cache_dir / "journals" if settings.cache_dir is not None else None)
+    backend = HFBackend(model, tokenizer, seed=settings.seed, batch_size=settings.batch_size, description=description,
+                        kernels=KernelChooser(settings.cache_dir),
+                        journal_dir=settings.cache_dir / "journals" if settings.cache_dir is not None else None)
+    check_decoding_parity(backend, settings.model)
+    return backend
+
+
+#: Greedy tokens per probe prompt that the engine must decode as ``model.generate`` does, at start-up.
+PARITY_TOKENS = 4
+
+
+def check_decoding_parity(backend: HFBackend, name: str) -> None:
+    """The engine must decode what the model's own reference (``model.generate``) decodes: checked on the user's model.
+
+    Under a transformers release the engine was not written for (5.19 gave
+    彼は 彼は 彼は where ``model.generate`` gave 彼は 夫の 夫の, and a planted
+    0.30 measured 0.059), every number of the audit would be wrong without a
+    word.  So at load, two short prompts of different lengths, left-padded
+    into one batch as the audit batches them, are decoded greedily for
+    :data:`PARITY_TOKENS` tokens by the engine and, one by one, by
+    ``model.generate`` with a neutral generation config.  A difference that is
+    a tie between two tokens (logits equal to rounding) is not a mismatch.
+    Costs a few forward passes: milliseconds for a small model, seconds for a
+    large one on a CPU.
+    """
+    model, tokenizer = backend.model, backend.tokenizer
+    encoded = [encode_prompt(tokenizer, prompt) for prompt in PROBE_PROMPTS]
+    width = max(map(len, encoded))
+    device = model.device
+    with torch.inference_mode():
+        input_ids = torch.tensor([[backend.pad_id] * (width - len(ids)) + ids for ids in encoded], device=device)
+        mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in encoded], device=device)
+        engine_rows = backend._new_token_ids(input_ids, mask, None, PARITY_TOKENS).tolist()
+        reference = GenerationConfig(do_sample=False, max_new_tokens=PARITY_TOKENS, pad_token_id=backend.pad_id,
+                                     eos_token_id=backend.eos_ids)
+        for prompt, ids, engine in zip(PROBE_PROMPTS, encoded, engine_rows):
+            prompt_ids = torch.tensor([ids], device=device)
+            expected = model.generate(input_ids=prompt_ids, attention_mask=torch.ones_like(prompt_ids),
+                                      generation_config=reference)[0, len(ids):].tolist()
+            got, want = _until_eos(engine, backend.eos_ids), _until_eos(expected, backend.eos_ids)
+            if got != want and not _tie(model, ids, got, want):
+                raise ModelLoadError(
+                    f"--model={name}: the engine decodes {tokenizer.decode(got)!r} after {prompt!r} where the "
+                    f"model's own model.generate decodes {tokenizer.decode(want)!r} (torch {torch.__version__}, "
+                    f"transformers {transformers.__version__}): the audit's numbers would not be this model's. The "
+                    f"engine is tested with transformers {TESTED_TRANSFORMERS}; install it "
+                    f"(pip install 'transformers=={TESTED_TRANSFORMERS}') or audit through --backend=openai.")
+
+
+def _until_eos(ids: list[int], eos_ids: list[int]) -> list[int]:
+    for position, token in enumerate(ids):
+        if token in eos_ids:
+            return ids[:position]
+    return ids
+
+
+def _tie(model, prompt_ids: list[int], got: list[int], want: list[int]) -> bool:
+    """Whether the first differing token is a tie: both tokens' logits equal to the dtype's rounding."""
+    step = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), None)
+    if step is None:  # one stops at EOS where the other goes on: not a tie of two tokens
+        return False
+    ids = torch.tensor([prompt_ids + want[:step]], device=model.device)
+    logits = model(input_ids=ids).logits[0, -1].float()
+    tolerance = 1e-4 if model.dtype == torch.float32 else 2e-2
+    return abs(logits[got[step]] - logits[want[step]]).item() <= tolerance * max(1.0, logits.abs().max().item())
 
 
 class HFBackend:
