@@ -26,6 +26,10 @@ os.environ["JA_FAIRNESS_AUDIT_CACHE"] = TEST_CACHE_DIR
 
 from pathlib import Path  # noqa: E402
 
+# httpx imports httpcore on first use.  Imported here, before any pytester run, so that an in-process run
+# cannot drop it from sys.modules and a later import make new exception classes that httpx's cached
+# exception map no longer recognises (a raw httpcore.ReadTimeout then escapes the client).
+import httpcore  # noqa: E402, F401
 import huggingface_hub.constants  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
