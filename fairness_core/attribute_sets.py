@@ -39,7 +39,6 @@ so its prompts are the audit's original prompts and the data has one copy.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import hashlib
 import re
@@ -52,7 +51,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from fairness_core.errors import AuditUsageError
+from fairness_core.errors import AuditUsageError, did_you_mean
 from fairness_core.japanese import normalize
 from fairness_core.resources import (
     HonestTemplate,
@@ -249,9 +248,8 @@ Built-in sets: gender, nationality, occupation; or give the path of a YAML file.
         return _builtin(spec)
     path = Path(spec).expanduser()
     if not path.exists() and "/" not in spec and path.suffix not in (".yaml", ".yml"):
-        close = difflib.get_close_matches(spec, BUILTIN_ATTRIBUTE_SETS, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise AttributeSetError(f"Unknown attribute set {spec!r}.{hint} Built-in sets: "
+        raise AttributeSetError(f"Unknown attribute set {spec!r}.{did_you_mean(spec, BUILTIN_ATTRIBUTE_SETS)} "
+                                f"Built-in sets: "
                                 f"{', '.join(BUILTIN_ATTRIBUTE_SETS)}; or give the path of a YAML file.")
     raw, text = read_yaml_file(spec, what="attribute set file", error=AttributeSetError)
     return parse_attribute_set(text, source=spec, raw=raw)

@@ -10,14 +10,13 @@ SamplingProtocol(num_samples=20, max_new_tokens=10, do_sample=True, top_k=50, to
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from fairness_core.errors import AuditUsageError
+from fairness_core.errors import AuditUsageError, did_you_mean
 from fairness_core.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED, LexiconLevel
 from fairness_core.validation import describe_errors
 from fairness_core.yaml_files import read_yaml_file
@@ -83,9 +82,8 @@ def attribute_set_problems(config: AuditConfig, known: Sequence[str], *, where: 
     problems = []
     for name in config.attributes:
         if name not in known:
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            problems.append(f"{where}: attributes.{name} names no attribute set.{hint} Known sets: {', '.join(known)}")
+            problems.append(f"{where}: attributes.{name} names no attribute set.{did_you_mean(name, known)} "
+                            f"Known sets: {', '.join(known)}")
     return problems
 
 

@@ -8,6 +8,7 @@ import importlib
 import pytest
 
 MODULES = (
+    "fairness_core.errors",
     "fairness_core.japanese",
     "fairness_core.lexicon",
     "fairness_core.matching",

@@ -16,7 +16,6 @@ fairness_core.backends.registry.UnknownBackendError: Unknown backend 'hff'. Did 
 
 from __future__ import annotations
 
-import difflib
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from typing import Any
 
 from fairness_core.backends import options as o
 from fairness_core.backends.base import Backend, BackendSettings
-from fairness_core.errors import AuditUsageError
+from fairness_core.errors import AuditUsageError, did_you_mean
 
 DEFAULT_BACKEND = "hf"
 
@@ -99,9 +98,7 @@ def backend_entry(name: str) -> BackendEntry:
     """The registry entry of ``name``; an unknown name is a usage error with suggestions."""
     if name in BACKENDS:
         return BACKENDS[name]
-    close = difflib.get_close_matches(name, BACKENDS, n=1)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
-    raise UnknownBackendError(f"Unknown backend {name!r}.{hint} Available: {', '.join(sorted(BACKENDS))}")
+    raise UnknownBackendError(f"Unknown backend {name!r}.{did_you_mean(name, BACKENDS)} Available: {', '.join(sorted(BACKENDS))}")
 
 
 def create_backend(name: str, settings: BackendSettings) -> Backend:

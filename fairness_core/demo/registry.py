@@ -13,12 +13,11 @@ True
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 
 from fairness_core.demo.corpus import DEMO_VARIANTS
 from fairness_core.demo.tokenizers import TOKENIZER_KINDS
-from fairness_core.errors import AuditUsageError
+from fairness_core.errors import AuditUsageError, did_you_mean
 
 DEMO = "demo"
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -53,9 +52,8 @@ def resolve_demo(spec: str) -> Path | None:
     kind = next((p for p in parts if p in TOKENIZER_KINDS), "sentencepiece")
     unknown = [p for p in parts if p not in DEMO_VARIANTS and p not in TOKENIZER_KINDS]
     if unknown or len(parts) > 2 or kind not in DEMO_VARIANTS[bias].kinds:
-        close = difflib.get_close_matches(spec, demo_names(), n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise UnknownDemoError(f"Unknown demo model {spec!r}.{hint} Available: {', '.join(demo_names())}")
+        raise UnknownDemoError(f"Unknown demo model {spec!r}.{did_you_mean(spec, demo_names())} "
+                               f"Available: {', '.join(demo_names())}")
     folder = ARTIFACTS / f"{bias}-{kind}"
     if not (folder / "config.json").is_file():
         raise UnknownDemoError(f"The demo model {spec!r} is not built at {folder}: "
