@@ -245,12 +245,9 @@ def check_decoding_parity(backend: HFBackend, name: str) -> None:
     """
     model, tokenizer = backend.model, backend.tokenizer
     encoded = [encode_prompt(tokenizer, prompt) for prompt in PROBE_PROMPTS]
-    width = max(map(len, encoded))
     device = model.device
     with torch.inference_mode():
-        input_ids = torch.tensor([[backend.pad_id] * (width - len(ids)) + ids for ids in encoded], device=device)
-        mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in encoded], device=device)
-        engine_rows = backend._new_token_ids(input_ids, mask, None, PARITY_TOKENS).tolist()
+        engine_rows = backend._new_token_ids(*backend._left_padded(encoded), None, PARITY_TOKENS).tolist()
         reference = GenerationConfig(do_sample=False, max_new_tokens=PARITY_TOKENS, pad_token_id=backend.pad_id,
                                      eos_token_id=backend.eos_ids)
         for prompt, ids, engine in zip(PROBE_PROMPTS, encoded, engine_rows):
@@ -362,10 +359,11 @@ class HFBackend:
     def _generate_pending(self, requests, pending, results, protocol, journal, file) -> None:
         """Generate ``results[i]`` for each ``i`` in ``pending``, batch by batch, journalling each finished batch."""
         encoded = {i: encode_prompt(self.tokenizer, requests[i].prompt) for i in pending}
-        check_context(max(map(len, encoded.values())), protocol.max_new_tokens, max_positions(self.model.config),
+        longest = max(map(len, encoded.values()))
+        check_context(longest, protocol.max_new_tokens, max_positions(self.model.config),
                       self.description.get("model", "?"))
         order = sorted(pending, key=lambda i: (-len(encoded[i]), i))
-        keys = max(map(len, encoded.values())) + protocol.max_new_tokens // 2  # a middle decoding step's cached tokens
+        keys = longest + protocol.max_new_tokens // 2  # a middle decoding step's cached tokens
         self.kernel_choice = choose_kernels(self.model, self.kernels, rows=min(self.batch_size, len(pending)), keys=keys)
         if self.kernel_choice is not None:
             self.description["kernels"] = self.kernel_choice.summary()
@@ -393,15 +391,20 @@ class HFBackend:
                 done += len(batch)
                 progress.update(len(batch))
 
-    def _generate_batch(self, requests, encoded, protocol) -> list[Completion]:
+    def _left_padded(self, encoded: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The prompts' ids padded on the left to one width, and their attention mask, on the model's device."""
         width = max(len(ids) for ids in encoded)
         device = self.model.device
         input_ids = torch.tensor([[self.pad_id] * (width - len(ids)) + ids for ids in encoded], device=device)
         attention_mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in encoded], device=device)
+        return input_ids, attention_mask
+
+    def _generate_batch(self, requests, encoded, protocol) -> list[Completion]:
+        input_ids, attention_mask = self._left_padded(encoded)
         sampler = None
         if protocol.do_sample:
             keys = torch.tensor([request_seed(self.seed, r.prompt, r.sample_index) for r in requests])
-            sampler = SeededSampler(keys, width, protocol)
+            sampler = SeededSampler(keys, input_ids.shape[1], protocol)
         new_ids = self._new_token_ids(input_ids, attention_mask, sampler, protocol.max_new_tokens)
         return [self._decode(row) for row in new_ids.tolist()]
 
@@ -468,10 +471,7 @@ class HFBackend:
         return output.logits[:, -1]
 
     def _decode(self, new_ids: list[int]) -> Completion:
-        for position, token in enumerate(new_ids):
-            if token in self.eos_ids:
-                new_ids = new_ids[:position]
-                break
+        new_ids = _until_eos(new_ids, self.eos_ids)
         return Completion(self.tokenizer.decode(new_ids, skip_special_tokens=True), len(new_ids))
 
 
