@@ -257,24 +257,27 @@ class OpenAIBackend:
             for request_format in formats:
                 body = request_body(s.model, probe.prompt, 0, SamplingProtocol(max_new_tokens=1), request_format)
                 try:
-                    response = await self._post(client, body, probe)
+                    response, answer = await self._post(client, body, probe)
                 except GenerationError as err:
                     raise ServerError(f"--base-url={s.base_url}: the server lists the model but its first completion "
                                       f"request failed: {err}") from None
-                if response.status_code == 200:
-                    return model_root, completion_answer(response).get("system_fingerprint"), request_format
+                if answer is not None:
+                    return model_root, answer.get("system_fingerprint"), request_format
                 message = server_message(response)
-                if auth_hint(response.status_code):
+                hint = auth_hint(response.status_code)
+                if hint:
                     raise ServerError(f"--base-url={s.base_url} refused the completion request (HTTP "
-                                      f"{response.status_code}): {message}.{auth_hint(response.status_code)}")
+                                      f"{response.status_code}): {message}.{hint}")
                 if not any(field in message for field in ("top_k", *NEUTRAL_FIELDS)):
                     break
             raise ServerError(f"{s.base_url} rejects the completion request (HTTP {response.status_code}): {message}. "
                               f"Request formats tried: {', '.join(formats[:formats.index(request_format) + 1])}; "
                               "the audit needs a server that takes top_k, top_p, temperature and seed.")
 
-    async def _post(self, client: httpx.AsyncClient, body: dict, request: Request) -> httpx.Response:
-        """POST ``/completions``, retrying transient failures; the final response (2xx or a 4xx to report)."""
+    async def _post(self, client: httpx.AsyncClient, body: dict,
+                    request: Request) -> tuple[httpx.Response, dict[str, Any] | None]:
+        """POST ``/completions``, retrying transient failures: the final response and, for a 200, its checked body
+        (:func:`completion_answer`); ``None`` with a 4xx to report."""
         attempt = 0
         while True:
             wait = None
@@ -282,11 +285,11 @@ class OpenAIBackend:
                 self.usage["requests"] += 1
                 response = await client.post("/completions", json=body)
                 if response.status_code == 200:
-                    completion_answer(response)  # a cut or garbled body is a transient failure, like a dropped connection
-                    return response
+                    # a cut or garbled body is a transient failure, like a dropped connection
+                    return response, completion_answer(response)
                 problem = f"HTTP {response.status_code}: {server_message(response)}"
                 if response.status_code not in (408, 429) and response.status_code < 500:
-                    return response
+                    return response, None
                 wait = retry_after_seconds(response)
             except httpx.TimeoutException:
                 problem = f"no answer within --request-timeout={self.settings.request_timeout:g} s"
@@ -308,12 +311,11 @@ class OpenAIBackend:
     async def _complete(self, client: httpx.AsyncClient, request: Request, seed: int,
                         protocol: SamplingProtocol) -> Completion:
         body = request_body(self.settings.model, request.prompt, seed, protocol, self.request_format)
-        response = await self._post(client, body, request)
+        response, answer = await self._post(client, body, request)
         where = f"the sample {request.sample_index} of the prompt {request.prompt!r}"
-        if response.status_code != 200:
+        if answer is None:
             raise ServerError(f"{self.settings.base_url} rejected {where} (HTTP {response.status_code}): "
                               f"{server_message(response)}.{auth_hint(response.status_code)}")
-        answer = completion_answer(response)
         choices = answer.get("choices") or []
         if len(choices) != 1:
             raise GenerationError(f"The server returned {len(choices)} choices for {where}; exactly 1 was asked for (n=1).")
