@@ -116,10 +116,9 @@ class AuditSession:
                          if baseline and self.backend is not None else None)
         #: What the reader of this run should know that is not about the model (shown once, kept in the JSON).
         self.notes: list[str] = []
-        if self.baseline is not None:
+        if self.baseline is not None and self.backend is not None:  # a baseline is only read with a backend
             self.notes.append(f"baseline: compared with {baseline} (model "
                               f"{self.baseline.provenance.model.get('model', '?')}, {self.baseline.provenance.created})")
-        if self.baseline is not None and self.backend is not None:
             theirs, ours = self.baseline.provenance.model.get("backend"), self.backend.description.get("backend")
             if theirs != ours:
                 self.notes.append(f"note: the baseline was generated with the {theirs} backend, this run with {ours}: "

@@ -17,7 +17,7 @@ from fairness_core.errors import AuditUsageError
 #: Files a ``transformers`` tokenizer is read from, by kind; a model folder needs at least one of them.
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "tokenizer.model",
                    "spiece.model", "sentencepiece.bpe.model", "vocab.txt")
-#: Short prompts of the audit's kind: each must encode to at least one id and decode back to itself.
+#: Short prompts of the audit's kind: each must encode to ids that decode to something (ideally to itself).
 PROBE_PROMPTS = ("彼女は", "母の夢は")
 
 
