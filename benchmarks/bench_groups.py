@@ -32,11 +32,12 @@ from pathlib import Path
 
 import yaml
 
+from fairness_core.audit_options import AuditOptions
 from fairness_core.backends.base import Completion
 from fairness_core.backends.cpu_features import cpu_line
 from fairness_core.resources import default_thresholds_path
 from fairness_core.results import build_results
-from fairness_core.session import AuditOptions, AuditPlan, AuditSession
+from fairness_core.session import AuditPlan, AuditSession
 
 #: Completions the stand-in backend draws from: hurtful ones for HONEST, polar ones for the lexicon scorer.
 POOL = ("医者になることだ。", "馬鹿だと言われた。", "とても優しい人だ。", "嫌われている。", "毎日働いている。",

@@ -16,7 +16,8 @@ import argparse
 import time
 from pathlib import Path
 
-from fairness_core.session import AuditOptions, AuditPlan, AuditSession
+from fairness_core.audit_options import AuditOptions
+from fairness_core.session import AuditPlan, AuditSession
 
 REPO = Path(__file__).resolve().parents[1]
 

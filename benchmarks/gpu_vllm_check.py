@@ -36,7 +36,7 @@ from fairness_core.backends.hf import HFBackend, load_model
 from fairness_core.backends.registry import create_backend
 from fairness_core.demo.models import save_model, tiny_gpt2
 from fairness_core.demo.registry import resolve_demo
-from fairness_core.honest import evaluate_honest
+from fairness_core.evaluations.honest import evaluate_honest
 from fairness_core.lexicon import load_builtin_lexicon
 from fairness_core.matching import HurtfulMatcher
 from fairness_core.resources import honest_prompts, honest_templates, identity_pairs

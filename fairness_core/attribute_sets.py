@@ -49,7 +49,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationError
 
 from fairness_core.errors import AuditUsageError, did_you_mean
 from fairness_core.japanese import normalize
@@ -63,7 +63,7 @@ from fairness_core.resources import (
     identity_pairs,
     name_templates,
 )
-from fairness_core.validation import describe_errors
+from fairness_core.validation import FrozenModel, describe_errors
 from fairness_core.yaml_files import read_yaml_file, read_yaml_text
 
 Evaluation = Literal["honest", "sentiment"]
@@ -128,23 +128,19 @@ def _no_slot(text: str) -> str:
 Text = Annotated[str, Field(min_length=1), AfterValidator(normalize), AfterValidator(_no_slot)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class _Honest(_Strict):
+class _Honest(FrozenModel):
     terms: Annotated[tuple[dict[str, Text], ...], _reference("builtin:identity_terms", _identity_terms)]
     exclude_templates: dict[str, str] = {}
 
 
-class _Family(_Strict):
+class _Family(FrozenModel):
     templates: Annotated[tuple[SentimentTemplate, ...],
                          _reference("builtin:sentiment_templates", _sentiment_templates)]
     substitutions: Annotated[dict[str, tuple[Text, ...]], _reference("builtin:names_ja", _names_ja)]
     exclude_templates: dict[str, str] = {}
 
 
-class _AttributeSetFile(_Strict):
+class _AttributeSetFile(FrozenModel):
     name: Text
     groups: dict[str, Text]
     honest: _Honest | None = None
@@ -179,7 +175,7 @@ class AttributeSet:
     sentiment_families: Mapping[str, SentimentFamily]
     sha256: str
 
-    def supports(self, evaluation: Evaluation) -> bool:
+    def supports(self, evaluation: str) -> bool:
         """Whether the file has a section for ``evaluation`` (``occupation`` has no HONEST terms)."""
         if evaluation not in EVALUATIONS:
             raise ValueError(f"The 'evaluation' parameter of supports must be one of {', '.join(EVALUATIONS)}. "
@@ -229,7 +225,7 @@ class AttributeSet:
             "sha256": self.sha256,
         }
 
-    def _require(self, evaluation: Evaluation) -> None:
+    def _require(self, evaluation: str) -> None:
         if not self.supports(evaluation):
             raise AttributeSetError(f"The attribute set {self.name!r} ({self.source}) has no {evaluation!r} section, "
                                     f"so the {evaluation} audit cannot run with it. Check supports({evaluation!r}) first.")

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import cast
 
 from fairness_core.results import AuditResults, MetricRecord, Provenance, ResultsFileError, read_results
 from fairness_core.scorecard import MetricResult
-from fairness_core.thresholds import MetricName, RegressionConfig
+from fairness_core.thresholds import RegressionConfig
 
 #: Longest rendering of one differing value in an incompatibility message; the key path is never cut.
 VALUE_WIDTH = 80
@@ -105,7 +104,7 @@ def regression(current: MetricResult, baseline: MetricRecord, config: Regression
     """Why ``current`` is a significant regression from ``baseline``, or ``None``."""
     if current.value is None or baseline.value is None:
         return None
-    tolerance = config.tolerance.get(cast(MetricName, current.metric), config.default_tolerance)
+    tolerance = config.tolerance.get(current.metric, config.default_tolerance)
     new, old = _badness(current.metric, current.value), _badness(current.metric, baseline.value)
     if new - old <= tolerance:
         return None

@@ -84,3 +84,11 @@ def first_line(error: BaseException) -> str:
     """The first line of an exception's message (transformers' are long), or its type's name."""
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+def missing_file(option: str, path: Path) -> str | None:
+    """Why ``path``, given as ``option``, is not a readable file (``--lexicon=x: no such file.``), or ``None``."""
+    expanded = Path(path).expanduser()
+    if expanded.is_file():
+        return None
+    return f"{option}={path}: {'a folder, not a file' if expanded.is_dir() else 'no such file'}."

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from fairness_core.attribute_sets import load_attribute_set
 from fairness_core.backends.base import Request, requests_for
-from fairness_core.evaluations import EVALUATIONS, create_evaluations
+from fairness_core.evaluations import EVALUATIONS
+from fairness_core.evaluations.base import create_evaluations
 from fairness_core.resources import Prompt
 from fairness_core.thresholds import AuditConfig, SamplingProtocol
 

@@ -16,7 +16,7 @@ turning every problem into one ``pytest.UsageError``.  ``--co`` stops after 1.
 
 from __future__ import annotations
 
-import tempfile
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,9 +26,10 @@ import pytest
 from fairness_core.backends import options
 from fairness_core.backends.registry import BACKENDS, DEFAULT_BACKEND
 from fairness_core.errors import AuditUsageError
+from fairness_core.report import VIOLATION_PROPERTY, WORKER_CACHE, WORKER_RESULTS, AuditReporter, HtmlReport
 
 if TYPE_CHECKING:
-    from fairness_core.results import AuditResults
+    from fairness_core.audit_options import AuditOptions
     from fairness_core.session import AuditPlan, AuditSession
 
 OPTION_MODEL = "--model"
@@ -40,14 +41,10 @@ OPTION_AUDIT_JSON = "--audit-json"
 OPTION_BASELINE = "--baseline"
 AUDIT_MARKER = "fairness_audit"
 BASELINE_MARKER = "fairness_baseline"
-#: pytest-xdist: where the controller tells its workers to leave their results and shared cache.
-_WORKER_RESULTS = "fairness_audit_results_dir"
-_WORKER_CACHE = "fairness_audit_cache_dir"
-_VIOLATION = "fairness_violation"
 
 plan_key = pytest.StashKey["AuditPlan | AuditUsageError"]()
 session_key = pytest.StashKey["AuditSession"]()
-results_key = pytest.StashKey["AuditResults | None"]()
+reporter_key = pytest.StashKey[AuditReporter]()
 
 
 def _backend(value: str) -> str:
@@ -114,29 +111,22 @@ def pytest_configure(config: pytest.Config) -> None:
             check_output_file("--html", Path(html))
         except AuditUsageError as err:
             raise pytest.UsageError(str(err)) from None
-    reporter = _AuditReporter(config)
+    reporter = AuditReporter(audit_json=config.getoption(OPTION_AUDIT_JSON), html_path=html and Path(html),
+                             worker=getattr(config, "workerinput", None))
+    config.stash[reporter_key] = reporter
     config.pluginmanager.register(reporter, "fairness-audit-reporter")
     if config.pluginmanager.hasplugin("html") and not _is_worker(config):
-        config.pluginmanager.register(HtmlReport(config, reporter), "fairness-audit-html")
+        config.pluginmanager.register(HtmlReport(reporter), "fairness-audit-html")
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     """pytest-xdist controller: workers share one results folder and, with --no-cache, one throw-away cache."""
-    config = node.config
-    if not hasattr(config, "_fairness_audit_shared"):
-        config._fairness_audit_shared = (tempfile.mkdtemp(prefix="ja-fairness-audit-results-"),
-                                         tempfile.mkdtemp(prefix="ja-fairness-audit-xdist-cache-"))
-    node.workerinput[_WORKER_RESULTS], node.workerinput[_WORKER_CACHE] = config._fairness_audit_shared
+    node.workerinput[WORKER_RESULTS], node.workerinput[WORKER_CACHE] = node.config.stash[reporter_key].shared_folders()
 
 
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
-
-
-def _worker_input(config: pytest.Config) -> dict:
-    """What the pytest-xdist controller sent this worker (empty outside a worker)."""
-    return getattr(config, "workerinput", {})
 
 
 def _thresholds_path(config: pytest.Config) -> Path:
@@ -177,15 +167,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             pytest.param(metric, marks=pytest.mark.fairness_audit(name), id=metric)
             for name, evaluation in plan.evaluations.items() for metric in evaluation.gated_metrics()])
         return
-    evaluation = plan.evaluations.get(marker.args[0]) if marker.args else None
+    from fairness_core.evaluations.base import evaluation_class
+
+    evaluation_name = marker.args[0] if marker.args else ""
+    evaluation = plan.evaluations.get(evaluation_name)
     values = evaluation.test_parameters() if evaluation is not None else {}
-    reason = plan.not_applicable().get(marker.args[0] if marker.args else "", "")
-    for name in ("group", "template_id", "category"):
+    reason = plan.not_applicable().get(evaluation_name, "")
+    parameters = evaluation_class(evaluation_name).parameters if evaluation_name else ()
+    for name in ("group", *parameters):
         if name not in metafunc.fixturenames:
             continue
         choices = list(groups) if name == "group" else values.get(name, [])
         if not choices:
-            why = reason or f"no {name} to audit (for categories: no honest.max_category_score limits)"
+            why = reason or f"no {name} to audit in this run's thresholds and attribute set"
             metafunc.parametrize(name, [pytest.param(None, marks=pytest.mark.skip(reason=why))], ids=["none"])
         elif name == "group":
             metafunc.parametrize(name, choices, ids=[f"{plan.attributes.name}-{g}" for g in choices])
@@ -209,7 +203,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     plan = _plan(config)
     selected = {m.args[0] for item in audits for m in item.iter_markers(AUDIT_MARKER) if m.args}
     regression = any(item.get_closest_marker(BASELINE_MARKER) for item in audits)
-    problems = [] if config.option.collectonly else _quick_problems(config, selected, regression=regression)
+    problems = [] if config.option.collectonly else _quick_problems(config, plan, selected, regression=regression)
     if isinstance(plan, AuditUsageError):
         raise pytest.UsageError("\n".join([*problems, str(plan)]))
     if problems:
@@ -222,14 +216,15 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         raise pytest.UsageError(str(err)) from None
 
 
-def _quick_problems(config: pytest.Config, selected: set[str], *, regression: bool) -> list[str]:
+def _quick_problems(config: pytest.Config, plan: AuditPlan | AuditUsageError, selected: set[str], *,
+                    regression: bool) -> list[str]:
     """What can be told wrong without loading anything, model first: missing files and unwritable outputs.
 
     Only the options that the selected audits use are checked (``-k honest`` does
     not care about ``--sentiment``); outputs are checked now rather than after an
     hour of generation.  Loading then finds what only loading can.
     """
-    from fairness_core.locations import MissingFolderError, resolve_location
+    from fairness_core.locations import MissingFolderError, missing_file, resolve_location
     from fairness_core.outputs import check_cache_dir, check_output_file, no_cache_with_cache_dir
 
     problems = []
@@ -242,18 +237,13 @@ def _quick_problems(config: pytest.Config, selected: set[str], *, regression: bo
             resolve_location(model)
         except MissingFolderError:
             problems.append(f"{OPTION_MODEL}={model}: no such directory.")
-    inputs = [("--lexicon", "honest" in selected), (OPTION_BASELINE, regression)]
-    problems += [f"{option}={path}: {'a folder, not a file' if Path(path).expanduser().is_dir() else 'no such file'}."
-                 for option, wanted in inputs
-                 if wanted and (path := config.getoption(option)) and not Path(path).expanduser().is_file()]
-    sentiment = config.getoption(OPTION_SENTIMENT)
-    if sentiment and "sentiment" in selected:
-        try:
-            resolve_location(sentiment)
-        except MissingFolderError:
-            from fairness_core.sentiment import cannot_load
-
-            problems.append(cannot_load(sentiment, "no such directory"))
+    if not isinstance(plan, AuditUsageError):
+        options = _options(config)
+        problems += [problem for name in plan.evaluations if name in selected
+                     for problem in type(plan.evaluations[name]).input_problems(options)]
+    baseline = config.getoption(OPTION_BASELINE)
+    if regression and baseline and (missing := missing_file(OPTION_BASELINE, Path(baseline))):
+        problems.append(missing)
     if config.getoption("--no-cache") and config.getoption("--cache-dir"):
         problems.append(no_cache_with_cache_dir(config.getoption("--cache-dir")))
     cache = None if config.getoption("--no-cache") else config.getoption("--cache-dir")
@@ -268,35 +258,40 @@ def _quick_problems(config: pytest.Config, selected: set[str], *, regression: bo
     return problems
 
 
-def _start_session(config: pytest.Config, plan: AuditPlan, selected: set[str], *, regression: bool) -> AuditSession:
+def _options(config: pytest.Config) -> AuditOptions:
+    """The run's options, from the command line, once."""
+    from fairness_core.audit_options import AuditOptions
+    from fairness_core.backends.base import BackendSettings
     from fairness_core.backends.cache import default_cache_dir
-    from fairness_core.session import AuditOptions, AuditSession
 
-    model = config.getoption(OPTION_MODEL)
     backend = config.getoption(OPTION_BACKEND)
     cache_dir = config.getoption("--cache-dir") or default_cache_dir()
     if config.getoption("--no-cache"):
-        cache_dir = Path(_worker_input(config)[_WORKER_CACHE]) if _is_worker(config) else None
-    options = AuditOptions(
-        model=model or "",
-        thresholds=_thresholds_path(config),
-        backend=backend,
-        backend_options=tuple((option.dest, config.getoption(option.flag)) for option in BACKENDS[backend].options),
-        attributes=config.getoption(OPTION_ATTRIBUTES),
+        worker = getattr(config, "workerinput", None)
+        cache_dir = Path(worker[WORKER_CACHE]) if worker else None
+    settings = BackendSettings(
+        model=config.getoption(OPTION_MODEL) or "",
+        seed=config.getoption("--seed"),
         revision=config.getoption("--revision"),
         trust_remote_code=config.getoption("--trust-remote-code"),
         device=config.getoption("--device"),
         dtype=config.getoption("--dtype"),
         batch_size=config.getoption("--batch-size"),
-        seed=config.getoption("--seed"),
-        lexicon=config.getoption("--lexicon"),
-        lexicon_level=config.getoption("--lexicon-level"),
-        sentiment=config.getoption(OPTION_SENTIMENT),
+        options={option.dest: config.getoption(option.flag) for option in BACKENDS[backend].options},
         cache_dir=cache_dir,
     )
-    audit = AuditSession(options, plan, selected=sorted(selected),
+    return AuditOptions(settings, backend=backend, lexicon=config.getoption("--lexicon"),
+                        lexicon_level=config.getoption("--lexicon-level"), sentiment=config.getoption(OPTION_SENTIMENT))
+
+
+def _start_session(config: pytest.Config, plan: AuditPlan, selected: set[str], *, regression: bool) -> AuditSession:
+    from fairness_core.results import build_results
+    from fairness_core.session import AuditSession
+
+    audit = AuditSession(_options(config), plan, selected=sorted(selected),
                          baseline=config.getoption(OPTION_BASELINE) if regression else None)
     audit.compute_all()
+    config.stash[reporter_key].build_results = functools.partial(build_results, audit)
     return audit
 
 
@@ -306,7 +301,7 @@ def pytest_report_collectionfinish(config: pytest.Config) -> list[str] | None:
         return None
     audit = config.stash[session_key]
     model = ", ".join(f"{k}={v}" for k, v in audit.backend.description.items())
-    lines = [f"fairness audit: {model}, seed={audit.options.seed}, decision rule {audit.config.decision_rule}",
+    lines = [f"fairness audit: {model}, seed={audit.options.settings.seed}, decision rule {audit.config.decision_rule}",
              f"  attribute set: {audit.plan.attributes.name} (groups: {', '.join(audit.plan.attributes.groups)})"]
     lines += [f"  {evaluation.describe()}" for evaluation in audit.evaluations.values()]
     lines += [f"  {name}: {why}" for name, why in audit.not_run.items()]
@@ -329,7 +324,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     violation = call.excinfo.value
     if isinstance(violation, AuditViolation):
         report.longrepr = str(violation)
-        report.user_properties.append((_VIOLATION, {"summary": violation.summary, "aggregate": violation.aggregate}))
+        report.user_properties.append((VIOLATION_PROPERTY, {"summary": violation.summary, "aggregate": violation.aggregate}))
         if violation.evidence and item.config.pluginmanager.hasplugin("html"):
             from pytest_html import extras
 
@@ -337,96 +332,3 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
             report.extras = [*getattr(report, "extras", []), extras.html(evidence_html(violation.evidence))]
     return report
-
-
-class _AuditReporter:
-    """Collects violations from test reports and writes the outputs at the end (pytest's junitxml pattern).
-
-    Violations reach it through the reports' ``user_properties``, so that those of
-    pytest-xdist workers arrive at the controller like its own would.
-    """
-
-    def __init__(self, config: pytest.Config):
-        self.config = config
-        self.violations: list[dict] = []
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.violations += [value for key, value in report.user_properties
-                            if key == _VIOLATION and isinstance(value, dict)]
-
-    def pytest_sessionfinish(self) -> None:
-        config = self.config
-        if _is_worker(config):
-            if session_key in config.stash:
-                from fairness_core.results import write_results
-
-                worker = _worker_input(config)
-                results = _final_results(config)
-                if results is not None:
-                    write_results(results, Path(worker[_WORKER_RESULTS]) / f"{worker['workerid']}.json")
-            return
-        path = config.getoption(OPTION_AUDIT_JSON)
-        results = _final_results(config)
-        if path and results is not None:
-            from fairness_core.results import write_results
-
-            write_results(results, path)
-
-    def pytest_terminal_summary(self, terminalreporter) -> None:
-        results = None if _is_worker(self.config) else _final_results(self.config)
-        if results is None:
-            return
-        from fairness_core.report import terminal_lines
-
-        config = self.config
-        outputs = [str(p) for p in (config.getoption(OPTION_AUDIT_JSON), config.getoption("htmlpath", None)) if p]
-        terminalreporter.write_sep("=", "fairness audit")
-        for line in terminal_lines(self.violations, results, outputs):
-            terminalreporter.write_line(line)
-
-
-def _final_results(config: pytest.Config) -> AuditResults | None:
-    """The run's results, built once: from this process's session, or, under xdist, from a worker's file.
-
-    ``None`` when no audit ran (an unrelated test run, ``--co``): then nothing is imported.
-    """
-    if results_key in config.stash:
-        return config.stash[results_key]
-    results = None
-    if session_key in config.stash:
-        from fairness_core.results import build_results
-
-        results = build_results(config.stash[session_key])
-    elif hasattr(config, "_fairness_audit_shared"):
-        files = sorted(Path(config._fairness_audit_shared[0]).glob("*.json"))
-        if files:
-            from fairness_core.results import read_results
-
-            results = read_results(files[0])
-    config.stash[results_key] = results
-    return results
-
-
-class HtmlReport:
-    """pytest-html hooks, registered only when pytest-html is active."""
-
-    def __init__(self, config: pytest.Config, reporter: _AuditReporter):
-        self.config = config
-        self.reporter = reporter
-
-    def pytest_html_report_title(self, report) -> None:
-        report.title = "Fairness audit report"
-
-    def pytest_html_results_summary(self, prefix, summary, postfix, session) -> None:
-        results = _final_results(self.config)
-        if results is not None:
-            from fairness_core.report import summary_html
-
-            prefix.append(summary_html(results, self.reporter.violations))
-
-    def pytest_html_results_table_html(self, report, data) -> None:
-        """A violation's evidence is shown once, in its table: the log keeps the violation's text without it."""
-        if data and any(key == _VIOLATION for key, _ in report.user_properties):
-            from fairness_core.report import html_log_without_evidence
-
-            data[0] = html_log_without_evidence(data[0])

@@ -1,18 +1,33 @@
-"""What a reviewer reads: the HTML report's summary, per-test evidence and the terminal summary.
+"""What a reviewer reads, and the objects that write it: the terminal summary, the HTML report, the JSON file.
 
-Pure rendering from an :class:`~fairness_core.results.AuditResults` and the
-session's results; the plugin decides when to call it.  Japanese text is left
-to the browser (UTF-8 HTML); plots carry only ASCII labels.
+:class:`AuditReporter` collects the run's violations from the test reports and
+writes the outputs at the end; :class:`HtmlReport` adds the summary and the
+evidence to pytest-html's report.  The plugin builds each once with its
+settings and keeps the reporter in ``config.stash`` (pytest's ``junitxml``
+pattern).  The rest is pure rendering from an
+:class:`~fairness_core.results.AuditResults`.  Japanese text is left to the
+browser (UTF-8 HTML); plots carry only ASCII labels.
+
+This module is imported on every pytest run (the plugin registers the
+reporter), so what it needs from pydantic, matplotlib and the evaluations is
+imported when an audit has results to show.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from fairness_core.evaluations import evaluation_class
-from fairness_core.results import AuditResults, MetricRecord
-from fairness_core.violations import Evidence
+if TYPE_CHECKING:
+    from fairness_core.results import AuditResults, MetricRecord
+    from fairness_core.violations import Evidence
+
+#: The key of a violation in a test report's ``user_properties``: how xdist workers' violations reach the controller.
+VIOLATION_PROPERTY = "fairness_violation"
 
 _STYLE = """<style>
 .fa-summary table {border-collapse: collapse; margin: 0.5em 0 1em 0; font-size: 13px}
@@ -58,6 +73,7 @@ def _metric_row(metric: MetricRecord) -> list[str]:
 def overshoot(metric: MetricRecord) -> float:
     """How far past its limit a metric is, as a share of the limit (0 where it is within it or not judged).
 
+    >>> from fairness_core.results import MetricRecord
     >>> round(overshoot(MetricRecord.model_construct(value=0.3, limit_upper=0.1, limit_lower=None)), 6)
     2.0
     """
@@ -136,7 +152,9 @@ def _brief(value: object) -> str:
 
 def report_plots(results: AuditResults) -> list[tuple[str, str]]:
     """Each computed evaluation's plots (title, base64 PNG)."""
-    return [plot for name in results.completions for plot in evaluation_class(name).plots(results, name)]
+    from fairness_core.evaluations.base import evaluation_class
+
+    return [plot for name in results.completions for plot in evaluation_class(name).plots(results)]
 
 
 def pool_flags(results: AuditResults, *, alpha: float = 0.05) -> list[str]:
@@ -174,3 +192,99 @@ def terminal_lines(violations: Sequence[dict], results: AuditResults, outputs: S
     lines += [f"report: {line}" for line in outputs]
     return lines
 
+
+
+@dataclass
+class AuditReporter:
+    """Collects violations from test reports and writes the outputs at the end (pytest's junitxml pattern).
+
+    Built once by the plugin with the run's settings.  Violations reach it
+    through the reports' ``user_properties``, so that those of pytest-xdist
+    workers arrive at the controller like its own would.  ``worker`` is what
+    the xdist controller sent this process (``None`` outside a worker); a
+    controller hands its workers :meth:`shared_folders`.
+    """
+
+    audit_json: Path | None = None
+    html_path: Path | None = None
+    worker: dict[str, Any] | None = None
+    #: Builds this process's results once its audit session has computed them (set by the plugin).
+    build_results: Callable[[], AuditResults] | None = None
+    violations: list[dict] = field(default_factory=list)
+    _shared: tuple[str, str] | None = None
+    _results: AuditResults | None = None
+    _built: bool = False
+
+    def shared_folders(self) -> tuple[str, str]:
+        """(results folder, throw-away cache folder) that every xdist worker of this run writes to."""
+        if self._shared is None:
+            self._shared = (tempfile.mkdtemp(prefix="ja-fairness-audit-results-"),
+                            tempfile.mkdtemp(prefix="ja-fairness-audit-xdist-cache-"))
+        return self._shared
+
+    def results(self) -> AuditResults | None:
+        """The run's results, built once: from this process's session, or, under xdist, from a worker's file.
+
+        ``None`` when no audit ran (an unrelated test run, ``--co``): then nothing is imported.
+        """
+        if not self._built:
+            self._built = True
+            if self.build_results is not None:
+                self._results = self.build_results()
+            elif self._shared is not None:
+                files = sorted(Path(self._shared[0]).glob("*.json"))
+                if files:
+                    from fairness_core.results import read_results
+
+                    self._results = read_results(files[0])
+        return self._results
+
+    def pytest_runtest_logreport(self, report) -> None:
+        self.violations += [value for key, value in report.user_properties
+                            if key == VIOLATION_PROPERTY and isinstance(value, dict)]
+
+    def pytest_sessionfinish(self) -> None:
+        if self.worker is not None:
+            results = self.results() if self.build_results is not None else None
+            target = Path(self.worker[WORKER_RESULTS]) / f"{self.worker['workerid']}.json" if results else None
+        else:
+            results = self.results()
+            target = self.audit_json
+        if results is not None and target is not None:
+            from fairness_core.results import write_results
+
+            write_results(results, target)
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        results = None if self.worker is not None else self.results()
+        if results is None:
+            return
+        outputs = [str(p) for p in (self.audit_json, self.html_path) if p]
+        terminalreporter.write_sep("=", "fairness audit")
+        for line in terminal_lines(self.violations, results, outputs):
+            terminalreporter.write_line(line)
+
+
+#: pytest-xdist: where the controller tells its workers to leave their results and shared cache.
+WORKER_RESULTS = "fairness_audit_results_dir"
+WORKER_CACHE = "fairness_audit_cache_dir"
+
+
+@dataclass
+class HtmlReport:
+    """pytest-html hooks, registered only when pytest-html is active (and never in an xdist worker)."""
+
+    reporter: AuditReporter
+
+    def pytest_html_report_title(self, report) -> None:
+        report.title = "Fairness audit report"
+
+    def pytest_html_results_summary(self, prefix, summary, postfix, session) -> None:
+        results = self.reporter.results()
+        if results is not None:
+            prefix.append(summary_html(results, self.reporter.violations))
+
+    def pytest_html_results_table_html(self, report, data) -> None:
+        """A violation's evidence is shown once, in its table: the log keeps the violation's text without it."""
+        if data and any(key == VIOLATION_PROPERTY for key, _ in report.user_properties):
+            data[0] = html_log_without_evidence(data[0])

@@ -21,18 +21,15 @@ from pathlib import Path
 from typing import ClassVar, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ValidationError, field_validator
 
 from fairness_core.japanese import normalize
+from fairness_core.validation import FrozenModel
 
 ATTRIBUTES = ("female", "male")
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class _Template(_Frozen):
+class _Template(FrozenModel):
     slot: ClassVar[str]
     id: str
     english: str | None = None
@@ -58,12 +55,12 @@ class NameTemplate(_Template):
     slot: ClassVar[str] = "[NAME]"
 
 
-class IdentityPair(_Frozen):
+class IdentityPair(FrozenModel):
     female: str
     male: str
 
 
-class GivenName(_Frozen):
+class GivenName(FrozenModel):
     """A name chosen by Huang et al.'s method: rank ``rank`` of birth year ``year``."""
 
     name: str
@@ -80,22 +77,22 @@ def _unique_ids(templates: tuple[_Template, ...]) -> tuple[_Template, ...]:
     return templates
 
 
-class _HonestTemplateFile(_Frozen):
+class _HonestTemplateFile(FrozenModel):
     templates: tuple[HonestTemplate, ...]
     _check_ids = field_validator("templates")(_unique_ids)
 
 
-class _NameTemplateFile(_Frozen):
+class _NameTemplateFile(FrozenModel):
     templates: tuple[NameTemplate, ...]
     _check_ids = field_validator("templates")(_unique_ids)
 
 
-class _IdentityFile(_Frozen):
+class _IdentityFile(FrozenModel):
     attributes: tuple[str, ...]
     pairs: tuple[IdentityPair, ...]
 
 
-class _NamesFile(_Frozen):
+class _NamesFile(FrozenModel):
     female: tuple[GivenName, ...]
     male: tuple[GivenName, ...]
 

@@ -18,21 +18,19 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from fairness_core.errors import AuditUsageError
 from fairness_core.health import confounds, health
-from fairness_core.scorecard import DecisionRule, MetricResult
+from fairness_core.scorecard import MetricResult
+from fairness_core.thresholds import DecisionRule
+from fairness_core.validation import FrozenModel
 
 SCHEMA_VERSION = 2
 SCHEMA_FILE = Path(__file__).parent / "schema" / f"audit-results-v{SCHEMA_VERSION}.schema.json"
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class MetricRecord(_Record):
+class MetricRecord(FrozenModel):
     id: str
     evaluation: str
     metric: str
@@ -50,7 +48,7 @@ class MetricRecord(_Record):
     sample: str
 
 
-class MatchRecord(_Record):
+class MatchRecord(FrozenModel):
     lemma: str
     category: str
     surface: str
@@ -58,7 +56,7 @@ class MatchRecord(_Record):
     end: int | None
 
 
-class CompletionRecord(_Record):
+class CompletionRecord(FrozenModel):
     template_id: str
     attribute: str
     term: str
@@ -68,7 +66,7 @@ class CompletionRecord(_Record):
     score: float | None = None
 
 
-class HealthRecord(_Record):
+class HealthRecord(FrozenModel):
     evaluation: str
     attribute: str
     completions: int
@@ -78,7 +76,7 @@ class HealthRecord(_Record):
     mean_length: float
 
 
-class Provenance(_Record):
+class Provenance(FrozenModel):
     """What produced the numbers: model and backend, seed, attribute set, and each evaluation's protocol,
     templates and scorer or lexicon (``evaluations``); ``not_run`` names the registered evaluations that
     this run did not compute, and why."""
@@ -95,7 +93,7 @@ class Provenance(_Record):
     versions: dict[str, str]
 
 
-class AuditResults(_Record):
+class AuditResults(FrozenModel):
     schema_version: Literal[2]
     provenance: Provenance
     thresholds: dict

@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fairness_core.attribute_sets import BUILTIN_ATTRIBUTE_SETS, AttributeSet, load_attribute_set
-from fairness_core.backends.base import Backend, BackendSettings
+from fairness_core.audit_options import AuditOptions
+from fairness_core.backends.base import Backend
 from fairness_core.backends.cache import CachedBackend
-from fairness_core.backends.registry import DEFAULT_BACKEND, create_backend
+from fairness_core.backends.registry import create_backend
 from fairness_core.errors import AuditUsageError
-from fairness_core.evaluations import EVALUATIONS, Evaluation, create_evaluations
-from fairness_core.lexicon import LexiconLevel
+from fairness_core.evaluations import EVALUATIONS
+from fairness_core.evaluations.base import Evaluation, create_evaluations, evaluation_class
 from fairness_core.scorecard import MetricResult, Scorecard
-from fairness_core.thresholds import AuditConfig, attribute_set_problems, group_problems, load_thresholds
+from fairness_core.thresholds import AuditConfig, attribute_set_problems, load_thresholds
 
 if TYPE_CHECKING:
     from fairness_core.violations import Evidence
@@ -35,33 +36,6 @@ class AuditSetupError(AuditUsageError):
     def __init__(self, problems: Sequence[str]):
         self.problems = list(problems)
         super().__init__("\n".join(self.problems))
-
-
-@dataclass(frozen=True)
-class AuditOptions:
-    """The command-line options of an audit run; defaults are the plugin's (``cache_dir=None``: no cache)."""
-
-    model: str
-    thresholds: Path
-    backend: str = DEFAULT_BACKEND
-    backend_options: tuple[tuple[str, Any], ...] = ()
-    attributes: str = "gender"
-    revision: str | None = None
-    trust_remote_code: bool = False
-    device: str = "auto"
-    dtype: str = "auto"
-    batch_size: int | str = "auto"
-    seed: int = 0
-    lexicon: Path | None = None
-    lexicon_level: LexiconLevel | None = None
-    sentiment: str | None = None
-    cache_dir: Path | None = None
-
-    def backend_settings(self) -> BackendSettings:
-        return BackendSettings(model=self.model, seed=self.seed, revision=self.revision,
-                               trust_remote_code=self.trust_remote_code, device=self.device, dtype=self.dtype,
-                               batch_size=self.batch_size, options=dict(self.backend_options),
-                               cache_dir=self.cache_dir)
 
 
 @dataclass(frozen=True)
@@ -81,9 +55,11 @@ class AuditPlan:
             known = list(dict.fromkeys([*BUILTIN_ATTRIBUTE_SETS, attribute_set.name]))
             problems += attribute_set_problems(config, known, where=f"the thresholds file {str(thresholds)!r}")
             config = config.for_attribute_set(attribute_set.name)
-            if attribute_set.supports("honest"):
-                problems += group_problems(config, attribute_set.groups, set_name=attribute_set.name,
-                                           where=f"the thresholds file {str(thresholds)!r}")
+            for name in EVALUATIONS:
+                evaluation = evaluation_class(name)
+                if evaluation.supports(attribute_set):
+                    problems += evaluation.config_problems(config.section(name), attribute_set,
+                                                           where=f"the thresholds file {str(thresholds)!r}")
         if problems or config is None or attribute_set is None:
             raise AuditSetupError(problems)
         return cls(config, attribute_set, create_evaluations(list(EVALUATIONS), config, attribute_set))
@@ -160,10 +136,9 @@ class AuditSession:
         return next((m for m in self.baseline.metrics if m.id == metric_id), None)
 
     def _load_backend(self) -> Backend:
-        backend = create_backend(self.options.backend, self.options.backend_settings())
-        if self.options.cache_dir is None:
-            return backend
-        return CachedBackend(backend, cache_dir=self.options.cache_dir)
+        settings = self.options.settings
+        backend = create_backend(self.options.backend, settings)
+        return backend if settings.cache_dir is None else CachedBackend(backend, cache_dir=settings.cache_dir)
 
     def results(self, name: str) -> Any:
         """The scored completions of evaluation ``name`` (generated on first use, then kept)."""
@@ -174,7 +149,7 @@ class AuditSession:
     def card(self, name: str) -> Scorecard:
         """Every metric of evaluation ``name``, computed once."""
         if name not in self._cards:
-            self._cards[name] = Scorecard(self.evaluations[name].metrics(self.results(name), seed=self.options.seed))
+            self._cards[name] = Scorecard(self.evaluations[name].metrics(self.results(name), seed=self.options.settings.seed))
         return self._cards[name]
 
     def metric(self, metric_id: str) -> MetricResult:
@@ -189,7 +164,7 @@ class AuditSession:
             model=dict(self.backend.description),
             fingerprint=self.backend.fingerprint,
             usage=dict(getattr(self.backend, "usage", {})),
-            seed=self.options.seed,
+            seed=self.options.settings.seed,
             decision_rule=self.config.decision_rule,
             attributes=self.plan.attributes.provenance(),
             evaluations={name: e.provenance() for name, e in self.evaluations.items()},

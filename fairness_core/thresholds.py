@@ -10,30 +10,27 @@ SamplingProtocol(num_samples=20, max_new_tokens=10, do_sample=True, top_k=50, to
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, Field, ValidationError, create_model
 
 from fairness_core.errors import AuditUsageError, did_you_mean
-from fairness_core.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED, LexiconLevel
-from fairness_core.validation import describe_errors
+from fairness_core.validation import StrictModel, describe_errors
 from fairness_core.yaml_files import read_yaml_file
 
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
-Category = Literal[tuple(HURTLEX_CATEGORIES) + (UNCATEGORISED,)]  # type: ignore[valid-type]
+#: How an estimate is compared with its limit (:meth:`fairness_core.scorecard.MetricResult.verdict`).
+DecisionRule = Literal["point", "confident", "strict"]
 
 
 class ThresholdsError(AuditUsageError):
     """``thresholds.yaml`` is unreadable or invalid; the message says where and how to fix it."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
-
-
-class SamplingProtocol(_Strict):
+class SamplingProtocol(StrictModel):
     """How completions are drawn; defaults are the HONEST reference protocol.
 
     ``top_k=0`` and ``top_p=1.0`` switch those filters off, as in ``transformers``.
@@ -51,28 +48,6 @@ class SamplingProtocol(_Strict):
 GroupRates = dict[str, Rate]
 
 
-def group_problems(config: AuditConfig, groups: tuple[str, ...], *, where: str, set_name: str = "<set>") -> list[str]:
-    """How the per-group limits of ``config`` disagree with the attribute set's ``groups``.
-
-    The groups come from the attribute set, not from the thresholds file, so this
-    check runs once both are known; each problem names the dotted key.
-    """
-    problems = []
-    rates = config.honest.max_honest_score
-    missing = [g for g in groups if g not in rates]
-    unknown = [g for g in rates if g not in groups]
-    if missing:
-        example = ", ".join(f"{g}: 0.10" for g in groups)
-        problems.append(f"{where}: honest.max_honest_score has no limit for the group(s) {missing}; "
-                        f"give one per group: {', '.join(groups)}. For your own attribute set, write them in your "
-                        f"own thresholds file (a copy of the shipped one) and pass --thresholds=my-thresholds.yaml, "
-                        f"with: attributes: {{{set_name}: {{honest: {{max_honest_score: {{{example}}}}}}}}}")
-    if unknown:
-        problems.append(f"{where}: honest.max_honest_score names unknown group(s) {unknown}; "
-                        f"the groups are {', '.join(groups)}")
-    return problems
-
-
 def attribute_set_problems(config: AuditConfig, known: Sequence[str], *, where: str) -> list[str]:
     """Keys under ``attributes:`` that name no attribute set ``known`` to this run (a typo loosens nothing silently).
 
@@ -87,49 +62,7 @@ def attribute_set_problems(config: AuditConfig, known: Sequence[str], *, where: 
     return problems
 
 
-class HonestConfig(_Strict):
-    """Limits of the HONEST audit.
-
-    ``max_ratio`` bounds the HONEST-score ratio in both directions: with 2.0 a
-    ratio above 2.0 or below 0.5 is a violation.  With two groups the ratio is
-    the first group's score over the second's (as declared in the attribute
-    set); with more, the highest group's over the lowest's.  The ratio of two
-    near-zero rates is noise (1 hurtful completion against 0 gives 3.0), so it
-    is judged only once both attributes together have ``min_hits_for_ratio``
-    hurtful completions; below that the per-attribute limits govern.
-    """
-
-    protocol: SamplingProtocol = SamplingProtocol()
-    lexicon_level: LexiconLevel = "conservative"
-    max_honest_score: GroupRates
-    max_template_score: Rate
-    max_ratio: Annotated[float, Field(ge=1.0)]
-    min_hits_for_ratio: Annotated[int, Field(ge=0)] = 10
-    max_category_score: dict[Category, Rate] = {}  # type: ignore[valid-type]
-
-
-class SentimentConfig(_Strict):
-    """Limits of the sentiment group-fairness audit (Huang et al. 2020).
-
-    Distances are Wasserstein-1 between score distributions in [0, 1].
-    ``label_positivity`` maps a classifier's labels to positivity when their
-    names are not recognised (e.g. ``{LABEL_0: 0.0, LABEL_1: 1.0}``).
-    """
-
-    protocol: SamplingProtocol = SamplingProtocol(num_samples=1, max_new_tokens=40)
-    label_positivity: dict[str, Rate] = {}
-    max_group_distance: Rate
-    max_average_group_fairness: Rate
-    max_template_distance: Rate
-    max_mean_gap: Rate
-    max_counterfactual_distance: Rate
-
-
-MetricName = Literal["honest_score", "honest_ratio", "category_score", "group_distance",
-                     "average_group_fairness", "mean_gap", "counterfactual_fairness"]
-
-
-class RegressionConfig(_Strict):
+class RegressionConfig(StrictModel):
     """How much worse than ``--baseline`` a metric may get before it is a regression.
 
     Worse means higher, and for the ratio further from 1 (compared as ``|log ratio|``).
@@ -137,7 +70,7 @@ class RegressionConfig(_Strict):
     outside the new value's 95% interval.
     """
 
-    tolerance: dict[MetricName, Annotated[float, Field(ge=0.0)]] = {}
+    tolerance: dict[str, Annotated[float, Field(ge=0.0)]] = {}
     default_tolerance: Annotated[float, Field(ge=0.0)] = 0.02
 
 
@@ -149,38 +82,32 @@ def _partial(model: type[BaseModel]) -> type[BaseModel]:
         return constrained | None
 
     fields: dict[str, Any] = {name: (optional(info), None) for name, info in model.model_fields.items()}
-    return create_model(f"{model.__name__}Override", __base__=_Strict, **fields)
+    return create_model(f"{model.__name__}Override", __base__=StrictModel, **fields)
 
 
-HonestOverride = _partial(HonestConfig)
-SentimentOverride = _partial(SentimentConfig)
-
-
-class AttributeSetLimits(_Strict):
-    """Limits that differ for one attribute set (``attributes: {nationality: {honest: {max_ratio: 2.5}}}``).
-
-    More groups mean more comparisons and smaller groups; a set may need looser
-    or per-group limits.  Keys left out keep the top-level value.
-    """
-
-    honest: HonestOverride | None = None  # type: ignore[valid-type]
-    sentiment: SentimentOverride | None = None  # type: ignore[valid-type]
-
-
-class AuditConfig(_Strict):
-    """The whole of ``thresholds.yaml``.
+class AuditConfig(StrictModel):
+    """The whole of ``thresholds.yaml``: the shared keys below, and one section per registered evaluation.
 
     ``decision_rule``: ``point`` (the estimate against the threshold),
     ``confident`` (fail only when the whole 95% interval is past the threshold)
     or ``strict`` (pass only when the whole interval is inside).
-    ``attributes`` overrides limits for named attribute sets.
+    ``attributes`` overrides limits for named attribute sets.  The sections are
+    the evaluations' own models (:func:`config_model` adds them), so that each
+    evaluation owns its keys and a new one adds its section without touching this file.
     """
 
-    decision_rule: Literal["point", "confident", "strict"] = "point"
-    honest: HonestConfig
-    sentiment: SentimentConfig
+    decision_rule: DecisionRule = "point"
     regression: RegressionConfig = RegressionConfig()
-    attributes: dict[str, AttributeSetLimits] = {}
+    #: Per attribute set, overrides of the sections (typed by :func:`config_model`).
+    attributes: dict[str, Any] = {}
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        return tuple(name for name in type(self).model_fields if name not in _SHARED_KEYS)
+
+    def section(self, name: str) -> Any:
+        """The validated ``thresholds.yaml`` section of the evaluation ``name``."""
+        return getattr(self, name)
 
     def for_attribute_set(self, name: str) -> AuditConfig:
         """The limits in force for the attribute set ``name``: the top level with that set's overrides."""
@@ -188,17 +115,60 @@ class AuditConfig(_Strict):
         if limits is None:
             return self
         update = {section: type(current).model_validate({**current.model_dump(), **override.model_dump(exclude_none=True)})
-                  for section in ("honest", "sentiment")
+                  for section in self.sections
                   if (override := getattr(limits, section)) is not None and (current := getattr(self, section))}
         return self.model_copy(update=update)
 
 
-def load_thresholds(path: str | Path) -> AuditConfig:
-    """Read and validate ``path``; every problem is reported at once in one error."""
-    path = Path(path)
-    raw, _ = read_yaml_file(path, what="thresholds file", error=ThresholdsError)
+_SHARED_KEYS = ("decision_rule", "regression", "attributes")
+
+
+@functools.cache
+def config_model(sections: tuple[tuple[str, type[BaseModel], tuple[str, ...]], ...]) -> type[AuditConfig]:
+    """The model of a thresholds file for these evaluation sections: (name, section model, metric names).
+
+    ``regression.tolerance`` accepts the sections' metric names, and
+    ``attributes.<set>`` each section with every key optional.
+    """
+    metric = Literal[tuple(m for _, _, names in sections for m in names)]  # type: ignore[valid-type]
+    regression = create_model("RegressionConfig", __base__=RegressionConfig,
+                              tolerance=(dict[metric, Annotated[float, Field(ge=0.0)]], {}))  # type: ignore[valid-type]
+    limits = create_model("AttributeSetLimits", __base__=StrictModel, __doc__=_LIMITS_DOC,
+                          **{name: (_partial(model) | None, None) for name, model, _ in sections})  # type: ignore[call-overload]
+    fields: dict[str, Any] = {name: (model, ...) for name, model, _ in sections}
+    return create_model("AuditConfig", __base__=AuditConfig, **fields, regression=(regression, regression()),
+                        attributes=(dict[str, limits], {}))  # type: ignore[valid-type]
+
+
+_LIMITS_DOC = """Limits that differ for one attribute set (``attributes: {nationality: {honest: {max_ratio: 2.5}}}``).
+
+More groups mean more comparisons and smaller groups; a set may need looser
+or per-group limits.  Keys left out keep the top-level value.
+"""
+
+
+def registered_sections() -> tuple[tuple[str, type[BaseModel], tuple[str, ...]], ...]:
+    """(name, section model, metric names) of every registered evaluation, in registry order."""
+    from fairness_core.evaluations import EVALUATIONS
+
+    classes = [(name, EVALUATIONS.load(name)) for name in EVALUATIONS]
+    return tuple((name, cls.config_model, tuple(cls.metric_names)) for name, cls in classes)
+
+
+def validate_config(raw: Any, *, source: str = "<thresholds>") -> AuditConfig:
+    """``raw`` (a parsed thresholds file) validated against the registered evaluations' sections.
+
+    Every problem is listed in one :class:`ThresholdsError` naming ``source``.
+    """
+    model = config_model(registered_sections())
     try:
-        return AuditConfig.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as err:
-        problems = "\n".join(f"  - {line}" for line in describe_errors(err, AuditConfig))
-        raise ThresholdsError(f"The thresholds file {str(path)!r} is invalid:\n{problems}") from None
+        problems = "\n".join(f"  - {line}" for line in describe_errors(err, model))
+        raise ThresholdsError(f"The thresholds file {source!r} is invalid:\n{problems}") from None
+
+
+def load_thresholds(path: str | Path) -> AuditConfig:
+    """Read and validate ``path`` (:func:`validate_config`)."""
+    raw, _ = read_yaml_file(Path(path), what="thresholds file", error=ThresholdsError)
+    return validate_config(raw, source=str(path))

@@ -11,7 +11,22 @@ from __future__ import annotations
 import types
 from typing import Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+
+class FrozenModel(BaseModel):
+    """The one base of the project's pydantic models: immutable, and a key it does not know is an error.
+
+    A misspelled key in a user's file must fail, not fall back to a default.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StrictModel(FrozenModel):
+    """For numbers a gate depends on (``thresholds.yaml``): no coercion of ``"0.1"`` or ``true``, no inf or nan."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
 
 def describe_errors(error: ValidationError, root: type[BaseModel]) -> list[str]:

@@ -11,15 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
-from itertools import chain, zip_longest
 
 import pytest
 
-from fairness_core.group_fairness import SentimentResults
-from fairness_core.honest import ScoredCompletion
-from fairness_core.japanese import normalize
-from fairness_core.lexicon import HURTLEX_CATEGORIES
-from fairness_core.scorecard import DecisionRule, MetricResult
+from fairness_core.scorecard import MetricResult
+from fairness_core.thresholds import DecisionRule
 
 EVIDENCE_LIMIT = 12
 
@@ -85,39 +81,6 @@ def violation_message(*, metric: str, where: Sequence[str], verdict: str, sample
     return "\n".join(lines)
 
 
-def across_templates(rows: Sequence[ScoredCompletion]) -> list[ScoredCompletion]:
-    """``rows`` reordered round-robin over their templates: the first of each template, then the second, ...
-
-    Rows come in template order, so the first dozen (all the evidence a
-    violation shows) of an aggregate metric such as the HONEST ratio would all
-    be one template's.  Within a template the order is kept.
-
-    >>> from fairness_core.resources import Prompt
-    >>> rows = [ScoredCompletion(Prompt(t, "female", "母", "母は"), c, ()) for t, c in
-    ...         [("t1", "a"), ("t1", "b"), ("t1", "c"), ("t2", "d"), ("t3", "e"), ("t3", "f")]]
-    >>> [row.completion for row in across_templates(rows)]
-    ['a', 'd', 'e', 'b', 'f', 'c']
-    """
-    by_template: dict[str, list[ScoredCompletion]] = {}
-    for row in rows:
-        by_template.setdefault(row.prompt.template_id, []).append(row)
-    return [row for row in chain.from_iterable(zip_longest(*by_template.values())) if row is not None]
-
-
-def hurtful_evidence(rows: Sequence[ScoredCompletion]) -> list[Evidence]:
-    """The hurtful completions among ``rows``, taken across templates (:func:`across_templates`), highlighted.
-
-    Each comes with its matched words' lemma and category.
-    """
-    return [
-        Evidence(row.prompt.text, normalize(row.completion),
-                 tuple((m.start, m.end) for m in row.matches if m.start is not None and m.end is not None),
-                 ", ".join(f"{m.surface} ({m.lemma}, {m.category}: {HURTLEX_CATEGORIES.get(m.category, 'plain word list')})"
-                           for m in row.matches))
-        for row in across_templates([row for row in rows if row.hurtful])
-    ]
-
-
 def highlight(text: str, spans: Sequence[tuple[int, int]], *, before: str = "【", after: str = "】",
               quote: Callable[[str], str] = str) -> str:
     """Mark the character spans of ``text`` (overlapping spans merge into one mark); ``quote`` escapes the text.
@@ -136,33 +99,3 @@ def highlight(text: str, spans: Sequence[tuple[int, int]], *, before: str = "【
         pieces += [quote(text[position:start]), before, quote(text[start:end]), after]
         position = end
     return "".join(pieces) + quote(text[position:])
-
-
-def sentiment_evidence(results: SentimentResults, attributes: Sequence[str], *,
-                       template_id: str | None = None, count: int = 3) -> list[Evidence]:
-    """Up to ``count`` most negative and most positive completions per attribute, with their scores.
-
-    The two lists never share a row and every "most negative" score is below
-    the attribute's highest, every "most positive" above its lowest: with only
-    two negative completions among 17 (demo:biased, name-09), taking the three
-    lowest used to label a score of 1.00 "most negative".  When every score is
-    the same, the rows are shown as such.
-    """
-    shown: list[Evidence] = []
-    for attribute in attributes:
-        rows = sorted(results.select(attribute=attribute, template_id=template_id), key=lambda r: r.score)
-        if not rows:
-            continue
-        lowest, highest = rows[0].score, rows[-1].score
-        if lowest == highest:
-            shown.extend(Evidence(row.prompt.text, row.completion,
-                                  note=f"{attribute}, all {len(rows)} completions score {row.score:.2f}")
-                         for row in rows[:count])
-            continue
-        each = min(count, len(rows) // 2)
-        negative = [row for row in rows[:each] if row.score < highest]
-        positive = [row for row in rows[::-1][:each] if row.score > lowest]
-        for label, chosen in (("most negative", negative), ("most positive", positive)):
-            shown.extend(Evidence(row.prompt.text, row.completion, note=f"{attribute}, {label}, score {row.score:.2f}")
-                         for row in chosen)
-    return shown

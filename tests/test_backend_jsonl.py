@@ -19,7 +19,7 @@ from fairness_core.backends.openai import ClientSettings, OpenAIBackend
 from fairness_core.backends.registry import create_backend
 from fairness_core.backends.vllm import VLLMUnavailableError
 from fairness_core.demo.registry import resolve_demo
-from fairness_core.honest import evaluate_honest
+from fairness_core.evaluations.honest import evaluate_honest
 from fairness_core.lexicon import load_builtin_lexicon
 from fairness_core.matching import HurtfulMatcher
 from fairness_core.plan import EvaluationPlan
@@ -207,7 +207,8 @@ def test_the_plan_asks_for_exactly_what_the_audit_generates():
     """generate's requests are the audit's: same prompts, samples and ids as the evaluations' own."""
     from fairness_core.attribute_sets import load_attribute_set
     from fairness_core.backends.base import requests_for
-    from fairness_core.evaluations import EVALUATIONS, create_evaluations
+    from fairness_core.evaluations import EVALUATIONS
+    from fairness_core.evaluations.base import create_evaluations
 
     config = load_thresholds(REPO / "thresholds.yaml")
     evaluations = create_evaluations(list(EVALUATIONS), config, load_attribute_set("gender"))

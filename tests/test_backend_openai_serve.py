@@ -20,7 +20,7 @@ from fairness_core.backends.hf import HFBackend, load_model
 from fairness_core.backends.openai import ClientSettings, OpenAIBackend
 from fairness_core.demo.corpus import PLANTED_RATES
 from fairness_core.demo.registry import resolve_demo
-from fairness_core.honest import evaluate_honest
+from fairness_core.evaluations.honest import evaluate_honest
 from fairness_core.lexicon import load_builtin_lexicon
 from fairness_core.matching import HurtfulMatcher
 from fairness_core.metrics import rate_ratio

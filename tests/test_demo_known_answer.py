@@ -12,8 +12,8 @@ import pytest
 from fairness_core.backends.hf import HFBackend, load_model
 from fairness_core.demo.corpus import PLANTED_RATES
 from fairness_core.demo.registry import resolve_demo
-from fairness_core.group_fairness import evaluate_sentiment
-from fairness_core.honest import evaluate_honest
+from fairness_core.evaluations.honest import evaluate_honest
+from fairness_core.evaluations.sentiment import evaluate_sentiment
 from fairness_core.lexicon import load_builtin_lexicon
 from fairness_core.matching import HurtfulMatcher
 from fairness_core.metrics import rate_ratio

@@ -16,8 +16,8 @@ from fairness_core.attribute_sets import load_attribute_set
 from fairness_core.backends.hf import HFBackend, load_model
 from fairness_core.demo.corpus import DEMO_VARIANTS, PLANTED_GROUP, PLANTED_RATES, build_corpus
 from fairness_core.demo.registry import UnknownDemoError, demo_names, resolve_demo
-from fairness_core.group_fairness import evaluate_sentiment
-from fairness_core.honest import evaluate_honest
+from fairness_core.evaluations.honest import evaluate_honest
+from fairness_core.evaluations.sentiment import evaluate_sentiment
 from fairness_core.lexicon import load_builtin_lexicon
 from fairness_core.matching import HurtfulMatcher
 from fairness_core.metrics import honest_disparity, largest_mean_gap

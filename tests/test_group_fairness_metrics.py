@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from scipy.stats import wasserstein_distance
 
 from fairness_core.backends.base import Completion
-from fairness_core.group_fairness import ScoredSentiment, SentimentResults, evaluate_sentiment
+from fairness_core.evaluations.sentiment import ScoredSentiment, SentimentResults, evaluate_sentiment
 from fairness_core.metrics import average_group_fairness, counterfactual_fairness, group_distances, wasserstein1
 from fairness_core.resources import ATTRIBUTES, Prompt
 from fairness_core.thresholds import SamplingProtocol

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fairness_core.backends.base import Completion, Request
-from fairness_core.honest import Count, HonestResults, ScoredCompletion, evaluate_honest
+from fairness_core.evaluations.honest import Count, HonestResults, ScoredCompletion, evaluate_honest
 from fairness_core.japanese import lemma_keys
 from fairness_core.lexicon import LexiconEntry
 from fairness_core.matching import HurtfulMatcher, Match

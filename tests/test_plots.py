@@ -8,7 +8,9 @@ import matplotlib.pyplot as plt
 import pytest
 from audit_support import minimal_results
 
-from fairness_core.plots import honest_by_template, honest_figure, sentiment_ecdf, sentiment_figure
+from fairness_core.evaluations.honest import honest_figure
+from fairness_core.evaluations.sentiment import sentiment_figure
+from fairness_core.plots import png
 from fairness_core.results import AuditResults, CompletionRecord, MetricRecord
 
 
@@ -52,5 +54,5 @@ def test_ten_groups_get_ten_bars_per_template_and_ten_curves():
 
 
 def test_the_plots_render_as_png():
-    for png in (honest_by_template(results()), sentiment_ecdf(results())):
-        assert base64.b64decode(png).startswith(b"\x89PNG")
+    for figure in (honest_figure(results()), sentiment_figure(results())):
+        assert base64.b64decode(png(figure)).startswith(b"\x89PNG")

@@ -17,13 +17,13 @@ import pytest
 from audit_support import IDENTITY_WORDS, output, run_audit, setup_audits, thresholds
 from bs4 import BeautifulSoup
 
+from fairness_core.evaluations.honest import ScoredCompletion, hurtful_evidence
 from fairness_core.health import MAX_EMPTY_GAP, MIN_LENGTH_RATIO, Health, confounds, health, is_loop, repeats_prompt
-from fairness_core.honest import ScoredCompletion
 from fairness_core.japanese import lemma_keys
 from fairness_core.lexicon import UNCATEGORISED, LexiconEntry
 from fairness_core.matching import HurtfulMatcher
 from fairness_core.resources import Prompt
-from fairness_core.violations import Evidence, hurtful_evidence
+from fairness_core.violations import Evidence
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 STRICT = thresholds(

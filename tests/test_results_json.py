@@ -40,7 +40,7 @@ from fairness_core.results import (
 )
 from fairness_core.scorecard import Limit, MetricResult
 from fairness_core.sentiment import LexiconScorer
-from fairness_core.thresholds import AuditConfig
+from fairness_core.thresholds import validate_config
 
 REGENERATE = (
     "python -c \"import json; from fairness_core.results import SCHEMA_FILE, json_schema; "
@@ -106,7 +106,7 @@ def test_audit_json_is_valid_complete_and_traceable(pytester, tiny_model_dirs):
     assert raw["schema_version"] == SCHEMA_VERSION
 
     # Thresholds as validated, decision rule included.
-    config = AuditConfig.model_validate(content)
+    config = validate_config(content)
     assert raw["thresholds"] == json.loads(config.model_dump_json())
 
     # Provenance: model, seed, protocols, lexicon, scorer, data and versions.

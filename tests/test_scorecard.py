@@ -9,27 +9,28 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fairness_core.group_fairness import ScoredSentiment, SentimentResults
-from fairness_core.honest import HonestResults, ScoredCompletion
+from fairness_core.evaluations.honest import HonestResults, ScoredCompletion, honest_metrics
+from fairness_core.evaluations.sentiment import ScoredSentiment, SentimentResults, sentiment_metrics
 from fairness_core.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED
 from fairness_core.matching import Match
 from fairness_core.metrics import rate_ratio
 from fairness_core.resources import Prompt
-from fairness_core.scorecard import Limit, MetricResult, Scorecard, honest_metrics, metric_id, sentiment_metrics
+from fairness_core.scorecard import Limit, MetricResult, Scorecard, metric_id
 from fairness_core.statistics import wilson_interval
-from fairness_core.thresholds import AuditConfig
+from fairness_core.thresholds import validate_config
 
 RULES = ("point", "confident", "strict")
 GROUPS = ("female", "male")
 
 
-def config(*, honest: dict | None = None, sentiment: dict | None = None, **top) -> AuditConfig:
+def config(*, honest: dict | None = None, sentiment: dict | None = None, **top) -> Any:
     """A valid configuration with round limits, overridden where given."""
     raw = {
         "honest": {"max_honest_score": {"female": 0.10, "male": 0.10}, "max_template_score": 0.25,
@@ -40,7 +41,7 @@ def config(*, honest: dict | None = None, sentiment: dict | None = None, **top) 
                       **(sentiment or {})},
         **top,
     }
-    return AuditConfig.model_validate(raw)
+    return validate_config(raw)
 
 
 def result(value, interval=None, *, upper=0.10, lower=None, metric="honest_score") -> MetricResult:
@@ -196,7 +197,7 @@ def honest_results(cells=HONEST_CELLS, attribute_of=ATTRIBUTE_OF) -> HonestResul
 
 @pytest.fixture(scope="module")
 def honest_card() -> Scorecard:
-    return Scorecard(honest_metrics(honest_results(), config(), groups=GROUPS))
+    return Scorecard(honest_metrics(honest_results(), config().honest, groups=GROUPS))
 
 
 @pytest.mark.parametrize(
@@ -269,7 +270,7 @@ def test_honest_ratio_with_enough_hits(honest_card):
 
 
 def test_honest_ratio_is_skipped_with_too_few_hits():
-    card = Scorecard(honest_metrics(honest_results(), config(honest={"min_hits_for_ratio": 10}), groups=GROUPS))
+    card = Scorecard(honest_metrics(honest_results(), config(honest={"min_hits_for_ratio": 10}).honest, groups=GROUPS))
     ratio = card["honest.honest_ratio"]
     assert (ratio.value, ratio.interval, ratio.limit, ratio.p_value) == (None, None, None, None)
     assert ratio.aggregate
@@ -278,7 +279,7 @@ def test_honest_ratio_is_skipped_with_too_few_hits():
 
 
 def test_honest_ratio_is_computed_at_exactly_min_hits_for_ratio():
-    card = Scorecard(honest_metrics(honest_results(), config(honest={"min_hits_for_ratio": 7}), groups=GROUPS))
+    card = Scorecard(honest_metrics(honest_results(), config(honest={"min_hits_for_ratio": 7}).honest, groups=GROUPS))
     assert card["honest.honest_ratio"].value is not None
 
 
@@ -294,7 +295,7 @@ def test_no_hurtful_completion_is_not_wholly_past_a_zero_limit():
     cells = {("t-01", term): [(), ()] for term in attribute_of}
     zero = config(honest={"max_honest_score": {"female": 0.0, "male": 0.0}, "max_template_score": 0.0,
                           "max_category_score": {"pr": 0.0}})
-    card = Scorecard(honest_metrics(honest_results(cells, attribute_of), zero, groups=GROUPS))
+    card = Scorecard(honest_metrics(honest_results(cells, attribute_of), zero.honest, groups=GROUPS))
     judged = [r for r in card.results if r.limit is not None and r.value is not None]
     assert judged and all(r.value == 0.0 for r in judged)
     failing = {(r.id, rule): r.verdict(rule) for r in judged for rule in ("point", "confident") if r.verdict(rule)}
@@ -325,7 +326,7 @@ def by_id(results) -> dict[str, MetricResult]:
 
 def test_sentiment_metrics_of_two_constant_groups():
     """Female completions all score 0.2, male ones 0.6: each group is 0.2 from the pooled scores."""
-    found = by_id(sentiment_metrics(sentiment_results(lambda a, *_: 0.2 if a == "female" else 0.6), config(), groups=GROUPS))
+    found = by_id(sentiment_metrics(sentiment_results(lambda a, *_: 0.2 if a == "female" else 0.6), config().sentiment, groups=GROUPS))
     for template in (None, "name-01", "name-02"):
         for attribute in ("female", "male"):
             distance = found[metric_id("sentiment", "group_distance", template=template, attribute=attribute)]
@@ -358,7 +359,7 @@ def test_sentiment_metrics_of_two_constant_groups():
 
 
 def test_sentiment_metrics_of_equal_groups_are_zero():
-    found = by_id(sentiment_metrics(sentiment_results(lambda a, t, n, s: [0.1, 0.9][s]), config(), groups=GROUPS))
+    found = by_id(sentiment_metrics(sentiment_results(lambda a, t, n, s: [0.1, 0.9][s]), config().sentiment, groups=GROUPS))
     for metric in ("sentiment.group_distance[attribute=female]", "sentiment.average_group_fairness",
                    "sentiment.mean_gap"):
         assert found[metric].value == pytest.approx(0.0, abs=1e-12)
@@ -369,7 +370,7 @@ def test_sentiment_metrics_of_equal_groups_are_zero():
 
 def test_counterfactual_fairness_is_skipped_with_one_sample_per_prompt():
     one = config(sentiment={"protocol": {"num_samples": 1}})
-    found = by_id(sentiment_metrics(sentiment_results(lambda a, *_: 0.5), one, groups=GROUPS))
+    found = by_id(sentiment_metrics(sentiment_results(lambda a, *_: 0.5), one.sentiment, groups=GROUPS))
     counterfactual = found["sentiment.counterfactual_fairness"]
     assert (counterfactual.value, counterfactual.limit) == (None, None)
     assert counterfactual.aggregate
@@ -378,7 +379,7 @@ def test_counterfactual_fairness_is_skipped_with_one_sample_per_prompt():
 
 
 def test_sentiment_metric_ids_are_unique_and_complete():
-    results = sentiment_metrics(sentiment_results(lambda a, *_: 0.5), config(), groups=GROUPS)
+    results = sentiment_metrics(sentiment_results(lambda a, *_: 0.5), config().sentiment, groups=GROUPS)
     ids = [r.id for r in results]
     assert len(ids) == len(set(ids))
     expected = {"sentiment.average_group_fairness", "sentiment.mean_gap", "sentiment.counterfactual_fairness",
@@ -401,7 +402,7 @@ def test_confident_never_fails_a_distance_that_point_passes():
         ScoredSentiment(Prompt("name-01", attribute, f"{attribute}{i}", f"{attribute}{i}は"), "", float(rng.uniform()))
         for attribute in ("female", "male") for i in range(10) for _ in range(2)
     )
-    found = by_id(sentiment_metrics(SentimentResults(tuple(rows), groups=GROUPS), config(), groups=GROUPS))
+    found = by_id(sentiment_metrics(SentimentResults(tuple(rows), groups=GROUPS), config().sentiment, groups=GROUPS))
     distance = found["sentiment.group_distance[attribute=female]"]
     low, high = distance.interval
     assert distance.value < low, "premise: this seeded dataset puts the estimate below its bootstrap interval"
@@ -415,8 +416,8 @@ def test_sentiment_intervals_are_reproducible_from_the_seed():
         return (math.sin(len(attribute) * 7 + len(template) + ord(name[0]) + 3 * sample) + 1) / 2
 
     results = sentiment_results(score)
-    assert [r.interval for r in sentiment_metrics(results, config(), seed=3, groups=GROUPS)] == \
-        [r.interval for r in sentiment_metrics(results, config(), seed=3, groups=GROUPS)]
+    assert [r.interval for r in sentiment_metrics(results, config().sentiment, seed=3, groups=GROUPS)] == \
+        [r.interval for r in sentiment_metrics(results, config().sentiment, seed=3, groups=GROUPS)]
 
 
 def test_each_group_against_the_pool_with_holm_adjusted_p_values():
@@ -427,7 +428,7 @@ def test_each_group_against_the_pool_with_holm_adjusted_p_values():
                                  (Match("馬鹿", "cds", "馬鹿", 0, 2),) if n < hits else ())
                 for group, hits in rates for t in range(6) for n in range(10)]
         return Scorecard(honest_metrics(HonestResults(tuple(rows), groups=("a", "b", "c")), config(
-            honest={"max_honest_score": {"a": 1, "b": 1, "c": 1}}), groups=("a", "b", "c")))
+            honest={"max_honest_score": {"a": 1, "b": 1, "c": 1}}).honest, groups=("a", "b", "c")))
 
     card = card_for((("a", 2), ("b", 2), ("c", 8)))
     ratios = {g: card[f"honest.pool_ratio[attribute={g}]"] for g in "abc"}

@@ -9,14 +9,8 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from fairness_core.thresholds import (
-    AuditConfig,
-    HonestConfig,
-    SamplingProtocol,
-    ThresholdsError,
-    group_problems,
-    load_thresholds,
-)
+from fairness_core.evaluations.honest import HonestConfig, group_problems
+from fairness_core.thresholds import AuditConfig, SamplingProtocol, ThresholdsError, load_thresholds
 
 REPO_THRESHOLDS = Path(__file__).resolve().parents[1] / "thresholds.yaml"
 
@@ -99,7 +93,7 @@ def test_misspelled_top_level_key(tmp_path):
     raw = tiny_thresholds()
     raw["honset"] = raw.pop("honest")
     message = invalid(tmp_path, raw)
-    assert f"  - honset: unknown key 'honset'; allowed keys here: {', '.join(AuditConfig.model_fields)}" in message
+    assert f"  - honset: unknown key 'honset'; allowed keys here: {', '.join(type(load_thresholds(REPO_THRESHOLDS)).model_fields)}" in message
     assert "  - honest: Field required" in message
 
 
@@ -173,7 +167,7 @@ def test_max_honest_score_is_checked_against_the_attribute_sets_groups(tmp_path)
     raw = tiny_thresholds()
     raw["honest"]["max_honest_score"] = {"female": 0.1, "other": 0.1}
     config = load_thresholds(write(tmp_path, raw))
-    assert group_problems(config, ("female", "male"), where="here") == [
+    assert group_problems(config.honest, ("female", "male"), where="here") == [
         "here: honest.max_honest_score has no limit for the group(s) ['male']; give one per group: female, male. "
         "For your own attribute set, write them in your own thresholds file (a copy of the shipped one) and pass "
         "--thresholds=my-thresholds.yaml, with: attributes: {<set>: {honest: {max_honest_score: "

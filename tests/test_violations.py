@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fairness_core.group_fairness import ScoredSentiment, SentimentResults
-from fairness_core.honest import ScoredCompletion
+from fairness_core.evaluations.honest import ScoredCompletion, hurtful_evidence
+from fairness_core.evaluations.sentiment import ScoredSentiment, SentimentResults, sentiment_evidence
 from fairness_core.matching import Match
 from fairness_core.resources import Prompt
-from fairness_core.violations import EVIDENCE_LIMIT, hurtful_evidence, sentiment_evidence, violation_message
+from fairness_core.violations import EVIDENCE_LIMIT, violation_message
 
 
 def test_violation_message_layout():

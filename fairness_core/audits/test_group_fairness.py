@@ -8,8 +8,8 @@ reference study did, the most negative and most positive completions.
 
 import pytest
 
+from fairness_core.evaluations.sentiment import sentiment_evidence
 from fairness_core.scorecard import metric_id
-from fairness_core.violations import sentiment_evidence
 
 pytestmark = pytest.mark.fairness_audit("sentiment")
 

@@ -7,9 +7,9 @@ and interval against its threshold, the sample size and the evidence.
 
 import pytest
 
+from fairness_core.evaluations.honest import hurtful_evidence
 from fairness_core.lexicon import HURTLEX_CATEGORIES
 from fairness_core.scorecard import metric_id
-from fairness_core.violations import hurtful_evidence
 
 pytestmark = pytest.mark.fairness_audit("honest")
 

@@ -1,0 +1,12 @@
+"""The stub evaluation's audit tests, one per group (copied as test_stub_audit.py by tests/test_architecture.py)."""
+
+import pytest
+
+from fairness_core.scorecard import metric_id
+
+pytestmark = pytest.mark.fairness_audit("stub")
+
+
+def test_unfinished_share(audit, group):
+    audit.check(metric_id("stub", "unfinished_share", attribute=group), where=[f"group {group}"],
+                evidence=lambda: audit.evaluations["stub"].evidence(audit.results("stub"), group))
