@@ -47,12 +47,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationError
 
-from fairness_core.errors import AuditUsageError, did_you_mean
+from fairness_core.errors import AuditUsageError
 from fairness_core.japanese import normalize
+from fairness_core.registry import unknown_name
 from fairness_core.resources import (
     HonestTemplate,
     NameTemplate,
@@ -66,8 +67,9 @@ from fairness_core.resources import (
 from fairness_core.validation import FrozenModel, describe_errors
 from fairness_core.yaml_files import read_yaml_file, read_yaml_text
 
-Evaluation = Literal["honest", "sentiment"]
-EVALUATIONS: tuple[Evaluation, ...] = ("honest", "sentiment")
+#: The evaluations whose prompts an attribute set file describes, each in its own section.  Another evaluation
+#: builds its prompts from the groups and their labels (an attribute set supports it if its own module says so).
+SECTIONS = ("honest", "sentiment")
 BUILTIN_ATTRIBUTE_SETS: tuple[str, ...] = ("gender", "nationality", "occupation")
 _GROUP_ID = re.compile(r"[a-z][a-z0-9_]*\Z")
 
@@ -177,8 +179,8 @@ class AttributeSet:
 
     def supports(self, evaluation: str) -> bool:
         """Whether the file has a section for ``evaluation`` (``occupation`` has no HONEST terms)."""
-        if evaluation not in EVALUATIONS:
-            raise ValueError(f"The 'evaluation' parameter of supports must be one of {', '.join(EVALUATIONS)}. "
+        if evaluation not in SECTIONS:
+            raise ValueError(f"The 'evaluation' parameter of supports must be one of {', '.join(SECTIONS)}. "
                              f"Got {evaluation!r} instead.")
         return self.honest_terms is not None if evaluation == "honest" else bool(self.sentiment_families)
 
@@ -238,15 +240,14 @@ def load_attribute_set(spec: str) -> AttributeSet:
     Traceback (most recent call last):
     ...
     fairness_core.attribute_sets.AttributeSetError: Unknown attribute set 'nationalty'. Did you mean 'nationality'? \
-Built-in sets: gender, nationality, occupation; or give the path of a YAML file.
+Available: gender, nationality, occupation; or give the path of a YAML file.
     """
     if spec in BUILTIN_ATTRIBUTE_SETS:
         return _builtin(spec)
     path = Path(spec).expanduser()
     if not path.exists() and "/" not in spec and path.suffix not in (".yaml", ".yml"):
-        raise AttributeSetError(f"Unknown attribute set {spec!r}.{did_you_mean(spec, BUILTIN_ATTRIBUTE_SETS)} "
-                                f"Built-in sets: "
-                                f"{', '.join(BUILTIN_ATTRIBUTE_SETS)}; or give the path of a YAML file.")
+        raise AttributeSetError(unknown_name("attribute set", spec, BUILTIN_ATTRIBUTE_SETS,
+                                             hint="; or give the path of a YAML file."))
     raw, text = read_yaml_file(spec, what="attribute set file", error=AttributeSetError)
     return parse_attribute_set(text, source=spec, raw=raw)
 

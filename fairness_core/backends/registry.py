@@ -16,7 +16,6 @@ fairness_core.backends.registry.UnknownBackendError: Unknown backend 'hff'. Did 
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,8 @@ from typing import Any
 
 from fairness_core.backends import options as o
 from fairness_core.backends.base import Backend, BackendSettings
-from fairness_core.errors import AuditUsageError, did_you_mean
+from fairness_core.errors import AuditUsageError
+from fairness_core.registry import Registry, load_target
 
 DEFAULT_BACKEND = "hf"
 
@@ -61,7 +61,7 @@ class BackendEntry:
     needs_model: bool = True
 
 
-BACKENDS: dict[str, BackendEntry] = {
+BACKENDS: Registry[BackendEntry] = Registry("backend", {
     "hf": BackendEntry("fairness_core.backends.hf:create_backend",
                        "Hugging Face transformers in this process (CPU or GPU); demo names too"),
     "openai": BackendEntry(
@@ -91,18 +91,14 @@ BACKENDS: dict[str, BackendEntry] = {
         "vLLM in this process, for GPUs (pip install 'ja-fairness-audit[vllm]')",
         (BackendOption("--tensor-parallel-size", "GPUs that one copy of the model is split over",
                        o.positive_int, 1),)),
-}
+}, error=UnknownBackendError)
 
 
 def backend_entry(name: str) -> BackendEntry:
     """The registry entry of ``name``; an unknown name is a usage error with suggestions."""
-    if name in BACKENDS:
-        return BACKENDS[name]
-    raise UnknownBackendError(f"Unknown backend {name!r}.{did_you_mean(name, BACKENDS)} Available: {', '.join(sorted(BACKENDS))}")
+    return BACKENDS.entry(name)
 
 
 def create_backend(name: str, settings: BackendSettings) -> Backend:
     """Import the backend's module and build it from ``settings``."""
-    module, function = backend_entry(name).factory.split(":")
-    factory = getattr(importlib.import_module(module), function)
-    return factory(settings)
+    return load_target(backend_entry(name).factory)(settings)

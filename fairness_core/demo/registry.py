@@ -17,7 +17,8 @@ from pathlib import Path
 
 from fairness_core.demo.corpus import DEMO_VARIANTS
 from fairness_core.demo.tokenizers import TOKENIZER_KINDS
-from fairness_core.errors import AuditUsageError, did_you_mean
+from fairness_core.errors import AuditUsageError
+from fairness_core.registry import unknown_name
 
 DEMO = "demo"
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -52,8 +53,7 @@ def resolve_demo(spec: str) -> Path | None:
     kind = next((p for p in parts if p in TOKENIZER_KINDS), "sentencepiece")
     unknown = [p for p in parts if p not in DEMO_VARIANTS and p not in TOKENIZER_KINDS]
     if unknown or len(parts) > 2 or kind not in DEMO_VARIANTS[bias].kinds:
-        raise UnknownDemoError(f"Unknown demo model {spec!r}.{did_you_mean(spec, demo_names())} "
-                               f"Available: {', '.join(demo_names())}")
+        raise UnknownDemoError(unknown_name("demo model", spec, demo_names()))
     folder = ARTIFACTS / f"{bias}-{kind}"
     if not (folder / "config.json").is_file():
         raise UnknownDemoError(f"The demo model {spec!r} is not built at {folder}: "
