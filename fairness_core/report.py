@@ -194,7 +194,7 @@ def terminal_lines(violations: Sequence[dict], results: AuditResults, outputs: S
 
 
 
-@dataclass
+@dataclass(eq=False)  # registered with pluggy, which keeps plugins in sets: hashed by identity
 class AuditReporter:
     """Collects violations from test reports and writes the outputs at the end (pytest's junitxml pattern).
 
@@ -270,7 +270,7 @@ WORKER_RESULTS = "fairness_audit_results_dir"
 WORKER_CACHE = "fairness_audit_cache_dir"
 
 
-@dataclass
+@dataclass(eq=False)
 class HtmlReport:
     """pytest-html hooks, registered only when pytest-html is active (and never in an xdist worker)."""
 
