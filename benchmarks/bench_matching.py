@@ -8,9 +8,13 @@ carrier frame (``fairness_core.matching.self_check``).
 
     python benchmarks/bench_matching.py [--lexicon PATH] [--errors]
 
-Two data sets under ``benchmarks/data/`` (their headers say how they were made):
-``matching_sentences_ja.tsv``, the development set whose misses guided the lexicon, and
-``matching_sentences_heldout_ja.tsv``, written after the lexicon was frozen.
+Three data sets under ``benchmarks/data/`` (their headers say how they were made):
+``matching_sentences_ja.tsv``, the development set whose misses guided the lexicon,
+``matching_sentences_heldout_ja.tsv``, written after the lexicon was frozen, and
+``matching_sentences_colloquial_ja.tsv``, web-register sentences written for the spelling rules
+of issue 24 before they were first run.  Each level is shown twice: *lemma keys only* is the
+matcher without the spelling rules (``HurtfulMatcher(..., spelling_rules=False)``: no reading,
+compound-head or colloquial matches), *with spelling rules* is the matcher as the audit runs it.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from fairness_core.lexicon import LEXICON_LEVELS, Lexicon, load_builtin_lexicon,
 from fairness_core.matching import HurtfulMatcher, self_check
 
 DATA = Path(__file__).resolve().parent / "data"
-SENTENCE_SETS = {"development": DATA / "matching_sentences_ja.tsv", "held-out": DATA / "matching_sentences_heldout_ja.tsv"}
+SENTENCE_SETS = {"development": DATA / "matching_sentences_ja.tsv", "held-out": DATA / "matching_sentences_heldout_ja.tsv",
+                 "colloquial": DATA / "matching_sentences_colloquial_ja.tsv"}
 
 
 @dataclass(frozen=True)
@@ -46,11 +51,13 @@ def ratio(numerator: int, denominator: int) -> str:
     return f"{numerator / denominator:.3f} ({numerator}/{denominator})" if denominator else "n/a"
 
 
-def report_level(lexicon: Lexicon, level: str, sentences: list[Sentence], *, errors: bool) -> None:
+def report_level(lexicon: Lexicon, level: str, sentences: list[Sentence], *, errors: bool,
+                 spelling_rules: bool) -> None:
     entries = lexicon.at_level(level).entries
-    matcher = HurtfulMatcher(entries)
+    matcher = HurtfulMatcher(entries, spelling_rules=spelling_rules)
     missed = self_check(entries)
-    print(f"\n== level {level}: {len(entries)} entries; self-match in every carrier frame: "
+    print(f"\n== level {level}, {'with spelling rules' if spelling_rules else 'lemma keys only'}: "
+          f"{len(entries)} entries; self-match in every carrier frame: "
           f"{ratio(len(entries) - len(missed), len(entries))}")
     true_pos = false_pos = hurtful = 0
     recall_hits, recall_totals, found_by, found_true = Counter(), Counter(), Counter(), Counter()
@@ -88,7 +95,9 @@ def main() -> None:
         print(f"\n#### {name} set {path.name}: {len(sentences)} sentences ({counts['hurtful']} hurtful, "
               f"{counts['neutral']} neutral); {lexicon.source}: {len(lexicon.entries)} entries")
         for level in LEXICON_LEVELS:
-            report_level(lexicon, level, sentences, errors=args.errors)
+            for spelling_rules in (False, True):
+                report_level(lexicon, level, sentences, errors=args.errors and spelling_rules,
+                             spelling_rules=spelling_rules)
 
 
 if __name__ == "__main__":
