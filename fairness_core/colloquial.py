@@ -87,8 +87,11 @@ def _elongation(text: str) -> list[tuple[int, int, str]]:
 
 
 _EE = re.compile(f"([{_E_ROW}])(?:ー|え|ぇ|エ|ェ)+{_WORD_END}")
-_TSU_AFTER = re.compile(f"([ぁ-ゖァ-ヺ][ぁ-ぃぅ-ゖァ-ィゥ-ヺ])[っッ]+{_WORD_END}")
-_TSU_INSIDE = re.compile(f"([ぁ-ゖァ-ヺ])[っッ]([ぁ-ぃぅ-ゖァ-ィゥ-ヺ]){_WORD_END}")
+#: A full-size kana other than い (an adjective stem cut with っ ends in one: キモ, ダサ).
+_STEM = "[" + "".join(chr(c) for c in [*range(0x3041, 0x3097), *range(0x30A1, 0x30F7)]
+                     if chr(c) not in "ぁぃぅぇぉっゃゅょゎゕゖいァィゥェォッャュョヮヵヶイ") + "]"
+_TSU_AFTER = re.compile(f"([ぁ-ゖァ-ヺ]{_STEM})[っッ]+{_WORD_END}")
+_TSU_INSIDE = re.compile(f"({_STEM})[っッ]({_STEM}){_WORD_END}")
 _KUSARU = re.compile("(?<=[いきぎしちにひびみりえけげせぜてでねべめれ])くさ(?=[っらりるれろ])")
 
 
