@@ -134,6 +134,7 @@ class HurtfulMatcher:
                 self._by_reading[entry.reading].append(entry)
             if entry.compound_head:
                 self._heads[normalize(entry.lemma)[0]].append(entry)
+        self._longest_reading = max(map(len, self._by_reading), default=0)
         # Longest first: a head match takes the longest entry at its place.
         for heads in self._heads.values():
             heads.sort(key=lambda e: -len(e.lemma))
@@ -184,8 +185,9 @@ class HurtfulMatcher:
             position = run_start
             while position < run_end:
                 found = None
-                for finish in range(run_end, position, -1):
-                    if position not in starts or finish not in ends:
+                longest = min(run_end, position + self._longest_reading) if position in starts else position
+                for finish in range(longest, position, -1):
+                    if finish not in ends:
                         continue
                     first, last = starts[position], ends[finish]
                     for entry in self._by_reading.get(to_hiragana(text[position:finish]), ()):
