@@ -168,8 +168,9 @@ class HurtfulMatcher:
                 continue
             matches.append(Match(entry.lemma, entry.category, "".join(w.surface for w in words[start:end]),
                                  spans[start][0], spans[end - 1][1]))
-        extra = [*self._reading_matches(text, words, spans), *self._head_matches(text, words, spans)]
-        for begin, finish, entry, after in extra if self._spelling_rules else ():
+        extra = ([*self._reading_matches(text, words, spans), *self._head_matches(text, words, spans)]
+                 if self._spelling_rules else [])
+        for begin, finish, entry, after in extra:
             if _overlaps(begin, finish, taken) or self._is_name(text, begin, finish, after, entry):
                 continue
             matches.append(Match(entry.lemma, entry.category, text[begin:finish], begin, finish))
