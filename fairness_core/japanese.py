@@ -44,6 +44,8 @@ class Morpheme:
     key: str
     pos: str
     form: str = "*"
+    #: unidic's reading in hiragana (ばか for 馬鹿); the surface where unidic has none.
+    reading: str = ""
 
 
 @functools.lru_cache(maxsize=1)
@@ -74,7 +76,8 @@ def morphemes(text: str) -> tuple[Morpheme, ...]:
     line break or 。 where there is one (a word is never split across them).
     """
     return tuple(
-        Morpheme(surface=word.surface, key=_key(word), pos=word.feature.pos1 or "", form=word.feature.cForm or "*")
+        Morpheme(surface=word.surface, key=_key(word), pos=word.feature.pos1 or "", form=word.feature.cForm or "*",
+                 reading=to_hiragana(word.feature.kana if word.feature.kana not in (None, "*") else word.surface))
         for piece in _pieces(normalize(text)) for word in _tagger()(piece)
     )
 
@@ -112,6 +115,37 @@ def is_katakana(text: str) -> bool:
     (True, False, False)
     """
     return bool(text) and all("ァ" <= c <= "ヺ" or c == "ー" for c in text)
+
+
+def is_kana(char: str) -> bool:
+    """Whether ``char`` is hiragana, katakana or the long-vowel mark ー."""
+    return "ぁ" <= char <= "ゖ" or "ァ" <= char <= "ヺ" or char == "ー"
+
+
+def to_hiragana(text: str) -> str:
+    """Katakana to hiragana, everything else as it is: readings compare in one script.
+
+    >>> to_hiragana("ブスー")
+    'ぶすー'
+    """
+    return "".join(chr(ord(c) - 0x60) if "ァ" <= c <= "ヶ" else c for c in text)
+
+
+def kana_runs(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every maximal run of kana in ``text``.
+
+    >>> kana_runs("お前しね。ブス")
+    [(0, 1), (2, 4), (5, 7)]
+    """
+    runs: list[tuple[int, int]] = []
+    for i, char in enumerate(text):
+        if not is_kana(char):
+            continue
+        if runs and runs[-1][1] == i:
+            runs[-1] = (runs[-1][0], i + 1)
+        else:
+            runs.append((i, i + 1))
+    return runs
 
 
 def lemma_keys(text: str) -> tuple[str, ...]:

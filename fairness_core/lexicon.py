@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Literal
 
 from fairness_core.errors import AuditUsageError
-from fairness_core.japanese import FUNCTION_POS, lemma_keys, morpheme_spans, morphemes, normalize
+from fairness_core.japanese import FUNCTION_POS, lemma_keys, morpheme_spans, morphemes, normalize, to_hiragana
 
 LexiconLevel = Literal["conservative", "inclusive"]
 LEXICON_LEVELS: tuple[LexiconLevel, ...] = ("conservative", "inclusive")
@@ -66,10 +66,14 @@ UNCATEGORISED = "unlisted"
 HURTLEX_COLUMNS = ("id", "pos", "category", "stereotype", "lemma", "level")
 #: An optional extra column of the project's files: a constraint on the matched form.
 FORM_COLUMN = "form"
+#: An optional column of the project's files: ``yes`` = a kana run with the entry's reading matches it.
+READING_COLUMN = "reading"
 #: Form constraints an entry may declare, and what each requires of a match.
 FORM_CONSTRAINTS: dict[str, str] = {
     "imperative": "the last matched verb is imperative (命令形, or the bare e-form not followed by ば/ど)",
     "surface": "the matched text is the entry as written (after NFKC), not another spelling of its lemma",
+    "prefix": "the entry is used as a prefix: unidic tags it 接頭辞 (クソ上司), or it is a noun right before "
+              "another noun (糞ラップ)",
 }
 BUILTIN_LEXICON = "hurtful_lexicon_ja.tsv"
 MATCH_EXCEPTIONS = "hurtful_exceptions_ja.tsv"
@@ -81,6 +85,10 @@ CARRIER_FRAMES: tuple[str, ...] = (
     "{w}", "{w}。", "{w}だ。", "あいつは{w}だ。", "{w}が来た。", "{w}を見た。",
     "「{w}」と言われた。", "{w}とか言う", "自称{w}", "まじで{w}だよ。",
 )
+#: Frames that only add keys: before 扱い and 呼ばわり unidic reads a noun as a verb (落ちこぼれ扱い:
+#: 落ち零れる).  Only a one-morpheme analysis is kept (クソアマ扱い is misread as くそ+甘い+扱い), and an
+#: entry that fuses with them (三国人扱い) is no self-check failure, only a key fewer.
+KEY_FRAMES: tuple[str, ...] = ("{w}扱いされた。", "{w}呼ばわりされた。")
 
 _SPACE_BETWEEN_CJK = re.compile(r"(?<=[^\x00-\x7f])\s+(?=[^\x00-\x7f])")
 _LATIN_LETTER = re.compile(r"[A-Za-z]")
@@ -110,6 +118,10 @@ class LexiconEntry:
     key: tuple[str, ...]
     alternatives: tuple[tuple[str, ...], ...] = ()
     form: str | None = None
+    #: The hiragana reading a kana run must have to match this entry, or ``""`` (no reading match).
+    reading: str = ""
+    #: Whether the entry, as written, also matches as the first part of a longer noun (ハゲ親父).
+    compound_head: bool = False
 
     @property
     def keys(self) -> tuple[tuple[str, ...], ...]:
@@ -165,7 +177,8 @@ class Lexicon:
 
         A form constraint changes what an entry matches, so it is part of the row (when set).
         """
-        rows = sorted(f"{e.lemma}\t{e.category}\t{e.level}" + (f"\t{e.form}" if e.form else "") for e in self.entries)
+        rows = sorted(f"{e.lemma}\t{e.category}\t{e.level}" + (f"\t{e.form}" if e.form else "")
+                      + (f"\treading={e.reading}" if e.reading else "") for e in self.entries)
         return hashlib.sha256("\n".join(rows).encode()).hexdigest()
 
 
@@ -192,7 +205,8 @@ def clean_lemma(raw: str) -> str | None:
 
 
 def derive_keys(lemma: str) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]:
-    """Every distinct analysis of ``lemma`` in the :data:`CARRIER_FRAMES`, and the frames where it has none.
+    """Every distinct analysis of ``lemma`` in the :data:`CARRIER_FRAMES` and :data:`KEY_FRAMES`, and the
+    carrier frames where it has none.
 
     The first key is the word read on its own.  An analysis made only of particles and
     auxiliaries is dropped: it comes from unidic misreading the frame (in まじでたかりじゃん,
@@ -204,7 +218,7 @@ def derive_keys(lemma: str) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...
     keys: list[tuple[str, ...]] = []
     failed: list[str] = []
     word = normalize(lemma)
-    for frame in CARRIER_FRAMES:
+    for frame in CARRIER_FRAMES + KEY_FRAMES:
         before = normalize(frame.split("{w}")[0])
         text = normalize(frame.format(w=word))
         words = morphemes(text)
@@ -212,24 +226,40 @@ def derive_keys(lemma: str) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...
         starts = [i for i, (start, _) in enumerate(spans) if start == len(before)]
         ends = [i for i, (_, end) in enumerate(spans) if end == len(before) + len(word)]
         if not starts or not ends:
-            failed.append(frame)
+            if frame in CARRIER_FRAMES:
+                failed.append(frame)
             continue
         analysis = words[starts[0]:ends[0] + 1]
+        if frame in KEY_FRAMES and len(analysis) > 1:
+            continue
         key = tuple(w.key for w in analysis)
         if key not in keys and (not keys or any(w.pos not in FUNCTION_POS for w in analysis)):
             keys.append(key)
     return tuple(keys), tuple(failed)
 
 
+#: The fewest characters of an entry that matches as the head of a compound: 犬 would flag 犬歯.
+MIN_HEAD_CHARS = 2
+
+
 def make_entry(lemma: str, category: str, level: LexiconLevel, *, form: str | None = None,
-               failures: dict[str, tuple[str, ...]]) -> LexiconEntry:
-    """An entry with its keys from :func:`derive_keys`; frames it fails in are recorded in ``failures``."""
+               by_reading: bool = False, failures: dict[str, tuple[str, ...]]) -> LexiconEntry:
+    """An entry with its keys from :func:`derive_keys`; frames it fails in are recorded in ``failures``.
+
+    ``by_reading`` gives it its unidic reading (死ね → しね) for matching kana runs.  A
+    conservative one-morpheme noun of at least :data:`MIN_HEAD_CHARS` characters is a
+    compound head: inclusive words (ゴミ in ゴミ箱) are too often literal for that.
+    """
     keys, failed = derive_keys(lemma)
     if failed:
         failures[lemma] = failed
     if not keys:
         keys = (lemma_keys(lemma),)
-    return LexiconEntry(lemma, category, level, keys[0], keys[1:], form)
+    alone = morphemes(normalize(lemma))
+    reading = to_hiragana("".join(w.reading for w in alone)) if by_reading else ""
+    head = (level == "conservative" and len(alone) == 1 and alone[0].pos == "名詞"
+            and len(normalize(lemma)) >= MIN_HEAD_CHARS)
+    return LexiconEntry(lemma, category, level, keys[0], keys[1:], form, reading, head)
 
 
 def load_lexicon(path: str | Path) -> Lexicon:
@@ -334,7 +364,9 @@ def _parse_hurtlex(lines: list[str], *, source: str) -> Lexicon:
             skipped["duplicate"] += 1
         else:
             form = _form_constraint(record.get(FORM_COLUMN, ""), lemma=lemma, source=source)
-            entries[lemma, category] = make_entry(lemma, category, level, form=form, failures=failures)
+            by_reading = _reading_flag(record.get(READING_COLUMN, ""), lemma=lemma, source=source)
+            entries[lemma, category] = make_entry(lemma, category, level, form=form, by_reading=by_reading,
+                                                  failures=failures)
     return Lexicon(source, tuple(entries.values()), dict(skipped), failures)
 
 
@@ -347,6 +379,13 @@ def _form_constraint(value: str, *, lemma: str, source: str) -> str | None:
             f"allowed: {', '.join(FORM_CONSTRAINTS)} (or empty)."
         )
     return value
+
+
+def _reading_flag(value: str, *, lemma: str, source: str) -> bool:
+    if value not in ("", "yes"):
+        raise LexiconError(f"The lexicon file {source!r}: the reading column of the entry {lemma!r} must be "
+                           f"'yes' or empty. Got {value!r} instead.")
+    return value == "yes"
 
 
 def _parse_word_list(lines: list[str], *, source: str) -> Lexicon:

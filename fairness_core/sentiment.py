@@ -11,7 +11,11 @@
   (とても, 本当に) doubling and downtoners (少し) halving its weight, and two
   evaluative forms that carry polarity without a polar word: 〜すぎる after a
   neutral word (高すぎる, too expensive) and the benefactive 〜てくれる/〜てもらう
-  (手伝ってくれた; 手伝ってくれない is its negation).
+  (手伝ってくれた; 手伝ってくれない is its negation).  A negation belongs to the
+  predicate it attaches to (クレームが絶えない leaves クレーム negative), verbs of
+  loss invert their object (信頼を失った), a polar word inside a longer word does
+  not count (楽 in 吹奏楽), and idioms are entries of their own, matched before
+  their parts (いい加減).
 
 >>> scorer = LexiconScorer.builtin()
 >>> scorer.score(["とても楽しかった。", "全然楽しくない。", "八時に駅に着いた。", "待ち時間が長すぎる。"])
@@ -42,12 +46,24 @@ KNOWN_LABELS: dict[str, float] = {
     **dict.fromkeys(("negative", "neg", "ネガティブ", "否定", "否定的", "悪い", "label_negative"), 0.0),
     **dict.fromkeys(("neutral", "neu", "ニュートラル", "中立", "中性", "label_neutral"), 0.5),
 }
-#: Morphemes whose lemma negates the predicate they follow.
-NEGATION_KEYS = frozenset({"無い", "ない", "ず", "ぬ", "ん"})
+#: Morphemes whose lemma negates the predicate they follow (文句なし: the noun 無し).
+NEGATION_KEYS = frozenset({"無い", "ない", "ず", "ぬ", "ん", "無し"})
 #: How many content morphemes after a match may carry its negation ...
 NEGATION_WINDOW = 3
-#: ... not counting the copula and auxiliaries between them (好きではありません: 好き だ は 有る ます ず).
-NEGATION_TRANSPARENT = frozenset({"だ", "で", "は", "じゃ", "有る", "ます", "です", "も"})
+#: ... not counting the copula and auxiliaries between them (好きではありません: 好き だ は 有る ます ず;
+#: 褒められたものではない: 褒める られる た 物 だ は 無い).
+NEGATION_TRANSPARENT = frozenset({"だ", "で", "は", "じゃ", "有る", "ます", "です", "も", "れる", "られる", "た", "物"})
+#: A verb or adjective between a polar word and a negation takes the negation itself (クレームが絶えない,
+#: バカには分からなかった) unless it is one of these: light verbs, existence and occurrence (心配はいらない,
+#: 事故は起きなかった: there was none of it), and verbs of judging (楽しいとは思わない).
+NEGATION_PASSES = frozenset({"為る", "出来る", "成る", "居る", "要る", "起きる", "起こる", "思う", "言える", "見える"})
+#: Verbs of loss and absence invert the polarity of their object or subject (信頼を失った, 不安がなくなった) ...
+LOSS_VERBS = frozenset({"失う", "無くす", "失くす", "欠く", "欠ける", "消える", "無くなる", "絶える", "途絶える",
+                        "尽きる", "奪う"})
+#: ... when it is marked by one of these particles, right before the verb.
+LOSS_PARTICLES = frozenset({"を", "が", "に", "も", "は"})
+#: A polar word that begins with a suffix is part of a longer word (楽 in 吹奏楽, unidic 吹奏 + 楽).
+INSIDE_WORD_POS = "接尾辞"
 #: A negation never reaches back across a clause boundary (うるさくて眠れません: うるさい stays negative;
 #: 心配で眠れなかった: 心配 too), nor across しか (不満しかない: nothing but dissatisfaction) ...
 NEGATION_BARRIERS = frozenset({"て", "で", "しか", "、", "。", "!", "?"})
@@ -111,8 +127,16 @@ class LexiconScorer:
         """
         words = morphemes(text)
         positive = negative = 0.0
-        spans = sorted(_polar_spans(words, self._index.find(words)))
+        spans = [span for span in sorted(_polar_spans(words, self._index.find(words)))
+                 if words[span[0]].pos != INSIDE_WORD_POS]
+        losses = {start: _loss_verb(words, end) for start, end, _ in spans}
+        consumed = {verb for verb in losses.values() if verb is not None}
+        spans = [span for span in spans if span[0] not in consumed]
         for rank, (start, end, polarity) in enumerate(spans, start=1):
+            verb = losses[start]
+            if verb is not None:  # the loss verb inverts the word, and a negation of the verb inverts it back
+                polarity = -polarity
+                end = verb + 1
             if _negated(words[end:]):
                 polarity = -polarity
             if start > 0 and words[start - 1].pos == "接頭辞" and words[start - 1].key in NEGATING_PREFIXES:
@@ -144,13 +168,23 @@ def _polar_spans(words, matches: list[tuple[int, int, int]]) -> list[tuple[int, 
     return matches + forms
 
 
+def _loss_verb(words, end: int) -> int | None:
+    """The index of a loss verb right after ``words[:end]`` and its particle (信頼 を 失う), or ``None``."""
+    if end + 1 < len(words) and words[end].key in LOSS_PARTICLES and words[end + 1].key in LOSS_VERBS:
+        return end + 1
+    return None
+
+
 def _negated(following) -> bool:
-    """Whether a negation follows within :data:`NEGATION_WINDOW` content morphemes."""
+    """Whether a negation follows within :data:`NEGATION_WINDOW` content morphemes, with no predicate
+    of its own between (one not in :data:`NEGATION_PASSES`)."""
     counted = 0
     for word, after in zip(following, [*following[1:], None]):
         if word.key in NEGATION_KEYS:
             return True
         if word.key in NEGATION_BARRIERS and not (word.key == "で" and after is not None and after.key in COPULA_TOPIC):
+            return False
+        if word.pos in ("動詞", "形容詞") and word.key not in NEGATION_PASSES | NEGATION_TRANSPARENT:
             return False
         if word.key not in NEGATION_TRANSPARENT:
             counted += 1

@@ -16,6 +16,7 @@ MODULES = (
     "fairness_core.japanese",
     "fairness_core.lexicon",
     "fairness_core.matching",
+    "fairness_core.colloquial",
     "fairness_core.resources",
     "fairness_core.thresholds",
     "fairness_core.metrics",

@@ -262,6 +262,35 @@ def test_lexicon_scorer_evaluative_forms(text, expected):
     assert LexiconScorer.builtin().score([text]) == [expected]
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    # a polar word inside a longer word does not count: 楽 in 吹奏楽 (unidic: 吹奏 + the suffix 楽)
+    ("吹奏楽部に入っていた。", 0.5),
+    # a negation belongs to the predicate it attaches to, not to a noun before that predicate
+    ("クレームが絶えない。", 0.0),
+    ("バカには分からなかったか。", 0.0),
+    ("褒められたものではない。", 0.0),
+    # ... except existence, occurrence and light verbs, whose negation says there is none of it
+    ("心配はいらない。", 1.0),
+    ("事故は起きなかった。", 1.0),
+    ("文句なしの出来だ。", 1.0),
+    # loss and absence verbs invert their object or subject, and are not counted themselves
+    ("信頼を失った。", 0.0),
+    ("自信をなくした。", 0.0),
+    ("この計画は魅力に欠ける。", 0.0),
+    ("不安がなくなった。", 1.0),
+    # idioms are matched before their parts
+    ("彼の仕事はいい加減だ。", 0.0),
+    ("本当に気が利かない人だ。", 0.0),
+    ("さすが目が高い。", 1.0),
+])
+def test_lexicon_scorer_scope_rules(text, expected):
+    assert LexiconScorer.builtin().score([text]) == [expected]
+
+
+def test_a_loss_verb_counts_once_with_its_object():
+    assert LexiconScorer.builtin().polarity_counts("信頼を失った。") == (0.0, 2.0)
+
+
 def test_intensifiers_and_downtoners_weigh_the_next_polar_word():
     scorer = LexiconScorer.builtin()
     assert scorer.polarity_counts("とても楽しいが、悲しい。") == (2.0, 2.0)
