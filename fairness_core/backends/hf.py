@@ -46,6 +46,7 @@ from fairness_core.backends.model_checks import (
     check_vocabulary,
     max_positions,
 )
+from fairness_core.backends.prompts import encode_prompt
 from fairness_core.backends.sampling import SeededSampler
 from fairness_core.errors import AuditUsageError
 from fairness_core.locations import (
@@ -192,19 +193,6 @@ def check_causal_lm(config, name_or_path: str) -> None:
         f"architecture such as GPT2LMHeadModel or *ForCausalLM (GPT-2, GPT-NeoX, Llama ...), or a decoder "
         f"config with is_decoder=true."
     )
-
-
-def encode_prompt(tokenizer, text: str) -> list[int]:
-    """Token ids of a prompt, with the BOS the tokenizer normally adds but never a trailing EOS.
-
-    T5-style SentencePiece tokenizers (rinna's Japanese GPTs) append ``</s>`` to
-    every encoding, which would tell a causal LM that the text has ended.
-    """
-    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-    bos = tokenizer.bos_token_id
-    if bos is not None and tokenizer("あ")["input_ids"][:1] == [bos]:
-        ids = [bos, *ids]
-    return ids
 
 
 def create_backend(settings: BackendSettings) -> HFBackend:

@@ -5,8 +5,8 @@ takes all of an evaluation's requests.  Each request gets its own
 ``SamplingParams(n=1, seed=request_seed(run seed, prompt, sample))``: vLLM then
 draws that sample from its own generator, so a completion does not depend on
 which other requests share its batch (one seed for a list would give every
-prompt the same noise).  Prompts go in as token ids from the HF backend's
-``encode_prompt``: tokenizing the text, vLLM would append the ``</s>`` that
+prompt the same noise).  Prompts go in as token ids from
+``prompts.encode_prompt``: tokenizing the text, vLLM would append the ``</s>`` that
 T5-style SentencePiece tokenizers add to every encoding, and the model would
 continue a text that has ended.  ``--tensor-parallel-size`` splits one copy of the
 model over that many GPUs.  vLLM is an optional extra; it is imported only
@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fairness_core.backends.base import BackendSettings, Completion, Request, request_seed
+from fairness_core.backends.prompts import encode_prompt
 from fairness_core.demo.registry import resolve_demo
 from fairness_core.errors import AuditUsageError
 from fairness_core.locations import first_line, resolve_location
@@ -62,8 +63,6 @@ def folder_sha256(folder: Path) -> str:
 
 class VLLMBackend:
     def __init__(self, llm, settings: BackendSettings, *, location: str, versions: str):
-        from fairness_core.backends.hf import encode_prompt
-
         self.llm = llm
         self._encode = lambda text: encode_prompt(llm.get_tokenizer(), text)
         self.seed = settings.seed
