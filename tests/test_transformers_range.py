@@ -11,9 +11,9 @@ release's model takes.
 from __future__ import annotations
 
 import inspect
-import tomllib
 
 import pytest
+import tomllib
 import transformers
 from audit_support import REPO, assert_one_usage_error, setup_audits, thresholds, write_thresholds
 
