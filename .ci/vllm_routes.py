@@ -14,14 +14,15 @@ otherwise runs a float32 model in bfloat16 on the CPU.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import transformers
 import vllm
+from http_support import vllm_serve  # noqa: E402  (tests/ on the path above)
 
 from fairness_core.backends.base import BackendSettings
 from fairness_core.backends.registry import create_backend
@@ -36,49 +37,9 @@ from fairness_core.thresholds import SamplingProtocol
 
 PROTOCOL = SamplingProtocol(num_samples=5)
 MODELS = ("demo:biased", "demo:biased:bpe")
-STARTUP_S = 600
 LOGS = Path(os.environ.get("VLLM_CHECK_LOGS", ".ci/vllm-logs"))
 OPENAI_OPTIONS = {"base_url": "", "concurrency": 8, "request_timeout": 120.0, "deadline": None, "max_retries": 2,
                   "request_format": "openai", "journal_dir": None}
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def start_server(model: str, log: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(resolve_demo(model)),
-               "--served-model-name", model, "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
-               "--seed", "0"]
-    print("$", " ".join(command), flush=True)
-    server = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + STARTUP_S
-    while True:
-        try:
-            with urllib.request.urlopen(f"{base_url}/models", timeout=2) as answer:
-                if answer.status == 200:
-                    return server, base_url
-        except OSError:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            stop(server)
-            sys.exit(f"VLLM-CHECK FAILED: the vLLM server for {model} did not start:\n{log.read_text()[-3000:]}")
-        time.sleep(2)
-
-
-def stop(server: subprocess.Popen) -> None:
-    server.terminate()
-    try:
-        server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
 
 
 class Recorder:
@@ -120,14 +81,11 @@ def main() -> int:
     print(f"vLLM {vllm.__version__}, transformers {transformers.__version__}", flush=True)
     problems = []
     for model in MODELS:
-        server, base_url = start_server(model, LOGS / f"server-{model.replace(':', '-')}.log")
-        try:
+        with vllm_serve(model, str(resolve_demo(model)), LOGS / f"server-{model.replace(':', '-')}.log") as base_url:
             http = create_backend("openai", BackendSettings(model=model, options={**OPENAI_OPTIONS,
                                                                                    "base_url": base_url}))
             print(f"{model} over HTTP: prompts as {http.description['prompts']}", flush=True)
             served, found = audit(http, "vLLM server, --backend=openai", model)
-        finally:
-            stop(server)
         problems += found
         local = create_backend("vllm", BackendSettings(model=model, dtype="float32", seed=0,
                                                       options={"tensor_parallel_size": 1}))
