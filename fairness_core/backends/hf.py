@@ -69,7 +69,7 @@ AUTO_MEMORY_SHARE = 0.25
 AUTO_TOKENS_PER_ROW = 96
 #: Part of the generation cache key: bumped whenever a change to the engine (kernels, KV cache, sampling)
 #: can change a completion, so that entries written by an older engine are not served as this one's.
-ENGINE_REVISION = "3"
+ENGINE_REVISION = "4"
 
 
 def auto_batch_size(model) -> int:
