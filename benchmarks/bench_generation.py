@@ -75,7 +75,7 @@ import yaml
 from fairness_core.backends.base import Request
 from fairness_core.backends.cpu_features import cpu_line, has_native_units
 from fairness_core.backends.cpu_kernels import kernel_shapes
-from fairness_core.backends.hf import HFBackend, encode_prompt, load_model
+from fairness_core.backends.hf import HFBackend, load_model
 from fairness_core.backends.kernel_choice import (
     LINEAR_KERNELS,
     KernelChoice,
@@ -84,6 +84,7 @@ from fairness_core.backends.kernel_choice import (
     linear_candidates,
     linear_support,
 )
+from fairness_core.backends.prompts import encode_prompt
 from fairness_core.demo.models import save_model, tiny_gpt2
 from fairness_core.demo.tokenizers import train_tokenizer
 from fairness_core.resources import given_names, honest_prompts, honest_templates, identity_pairs, name_templates

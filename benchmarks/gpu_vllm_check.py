@@ -1,6 +1,7 @@
 """On a GPU machine: the vLLM backend against the HF engine on the same GPU (throughput, reproducibility, known answer).
 
-Needs a CUDA GPU and ``pip install -e '.[vllm]'`` (vLLM 0.30-0.32, torch 2.13).
+Needs a CUDA GPU and vLLM 0.32 in an environment of its own (``docs/vllm.md``, GPU route: torch 2.13, vllm 0.32,
+this package with ``--no-deps``).
 Three checks, results printed and written as JSON (``--output``):
 
 1. **Throughput**: HONEST requests (every prompt x ``--samples``) through

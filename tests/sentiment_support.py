@@ -20,7 +20,7 @@ import fugashi  # noqa: E402
 import torch  # noqa: E402
 from transformers import BertConfig, BertForSequenceClassification, BertJapaneseTokenizer  # noqa: E402
 
-from fairness_core.backends.hf import encode_prompt  # noqa: E402
+from fairness_core.backends.prompts import encode_prompt  # noqa: E402
 from fairness_core.demo.models import save_model, tiny_gpt2  # noqa: E402
 from fairness_core.demo.tokenizers import train_tokenizer  # noqa: E402
 from fairness_core.resources import given_names, name_prompts, name_templates  # noqa: E402

@@ -155,7 +155,7 @@ def test_completions_that_name_nothing_are_usage_errors(tmp_path):
 def test_vllm_without_vllm_is_one_usage_error_saying_how_to_install():
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vLLM is installed here")
-    with pytest.raises(VLLMUnavailableError, match=r"--backend=vllm needs vLLM.*pip install 'ja-fairness-audit\[vllm\]'"):
+    with pytest.raises(VLLMUnavailableError, match=r"--backend=vllm needs vLLM.*install vLLM in an environment of its own, as docs/vllm\.md shows"):
         create_backend("vllm", BackendSettings(model="demo:biased", options={"tensor_parallel_size": 1}))
 
 

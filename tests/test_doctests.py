@@ -30,6 +30,7 @@ MODULES = (
     "fairness_core.backends.openai",
     "fairness_core.backends.jsonl",
     "fairness_core.backends.vllm",
+    "fairness_core.backends.versions",
     "fairness_core.cli",
     "fairness_core.demo.registry",
     "fairness_core.evaluations.sentiment",

@@ -16,7 +16,8 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GPTNeoXConfig, LlamaConfig
 
 from fairness_core.backends.base import Completion, Request, request_seed
-from fairness_core.backends.hf import HFBackend, ModelLoadError, encode_prompt, load_model, resolve_device
+from fairness_core.backends.hf import HFBackend, ModelLoadError, load_model, resolve_device
+from fairness_core.backends.prompts import encode_prompt
 from fairness_core.backends.sampling import SeededSampler
 from fairness_core.demo.models import save_model
 from fairness_core.thresholds import SamplingProtocol

@@ -46,7 +46,9 @@ from fairness_core.backends.model_checks import (
     check_vocabulary,
     max_positions,
 )
+from fairness_core.backends.prompts import encode_prompt
 from fairness_core.backends.sampling import SeededSampler
+from fairness_core.backends.versions import SUPPORTED_TRANSFORMERS, check_transformers
 from fairness_core.errors import AuditUsageError
 from fairness_core.locations import (
     HubUnavailableError,
@@ -67,9 +69,7 @@ AUTO_MEMORY_SHARE = 0.25
 AUTO_TOKENS_PER_ROW = 96
 #: Part of the generation cache key: bumped whenever a change to the engine (kernels, KV cache, sampling)
 #: can change a completion, so that entries written by an older engine are not served as this one's.
-ENGINE_REVISION = "3"
-#: The transformers release the engine's decoding loop is written and tested against (pyproject.toml asks for it or later).
-TESTED_TRANSFORMERS = "5.24.0"
+ENGINE_REVISION = "4"
 
 
 def auto_batch_size(model) -> int:
@@ -194,30 +194,18 @@ def check_causal_lm(config, name_or_path: str) -> None:
     )
 
 
-def encode_prompt(tokenizer, text: str) -> list[int]:
-    """Token ids of a prompt, with the BOS the tokenizer normally adds but never a trailing EOS.
-
-    T5-style SentencePiece tokenizers (rinna's Japanese GPTs) append ``</s>`` to
-    every encoding, which would tell a causal LM that the text has ended.
-    """
-    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-    bos = tokenizer.bos_token_id
-    if bos is not None and tokenizer("あ")["input_ids"][:1] == [bos]:
-        ids = [bos, *ids]
-    return ids
-
-
 def create_backend(settings: BackendSettings) -> HFBackend:
     """``--backend=hf``: load ``settings.model`` (a hub id, a folder, or a demo name) with ``from_pretrained``."""
     from fairness_core.demo.registry import resolve_demo
 
+    untested = check_transformers(transformers.__version__)
     location = resolve_demo(settings.model) or settings.model
     model, tokenizer, notes = load_model_with_notes(str(location), revision=settings.revision,
                                                     trust_remote_code=settings.trust_remote_code, device=settings.device,
                                                     dtype=settings.dtype)  # type: ignore[arg-type]
     description = {"model": settings.model, "revision": settings.revision or "(default)",
                    "dtype": notes.dtype.describe(model.dtype), "device": str(model.device), "backend": "hf",
-                   "tokenizer": notes.tokenizer}
+                   "tokenizer": notes.tokenizer, **({"transformers": untested} if untested else {})}
     backend = HFBackend(model, tokenizer, seed=settings.seed, batch_size=settings.batch_size, description=description,
                         kernels=KernelChooser(settings.cache_dir),
                         journal_dir=settings.cache_dir / "journals" if settings.cache_dir is not None else None)
@@ -232,7 +220,8 @@ PARITY_TOKENS = 4
 def check_decoding_parity(backend: HFBackend, name: str) -> None:
     """The engine must decode what the model's own reference (``model.generate``) decodes: checked on the user's model.
 
-    Under a transformers release the engine was not written for (5.19 gave
+    When the engine and transformers disagree (transformers 5.19 took the
+    5.24 keyword ``cache=`` into ``**kwargs`` and ran without the KV cache:
     彼は 彼は 彼は where ``model.generate`` gave 彼は 夫の 夫の, and a planted
     0.30 measured 0.059), every number of the audit would be wrong without a
     word.  So at load, two short prompts of different lengths, left-padded
@@ -260,8 +249,8 @@ def check_decoding_parity(backend: HFBackend, name: str) -> None:
                     f"--model={name}: the engine decodes {tokenizer.decode(got)!r} after {prompt!r} where the "
                     f"model's own model.generate decodes {tokenizer.decode(want)!r} (torch {torch.__version__}, "
                     f"transformers {transformers.__version__}): the audit's numbers would not be this model's. The "
-                    f"engine is tested with transformers {TESTED_TRANSFORMERS}; install it "
-                    f"(pip install 'transformers=={TESTED_TRANSFORMERS}') or audit through --backend=openai.")
+                    f"engine is tested with transformers {SUPPORTED_TRANSFORMERS}; install a tested release "
+                    f"(pip install 'transformers{SUPPORTED_TRANSFORMERS}') or audit through --backend=openai.")
 
 
 def _until_eos(ids: list[int], eos_ids: list[int]) -> list[int]:
@@ -313,6 +302,9 @@ class HFBackend:
         accepted = inspect.signature(model.forward).parameters
         self._last_logits_only = {"logits_to_keep": 1} if "logits_to_keep" in accepted else {}
         self._accepts_positions = "position_ids" in accepted
+        # transformers 5.24 renamed forward's past_key_values to cache. An older release takes cache= into
+        # **kwargs without a word and runs every step without the KV cache: 彼は 彼は 彼は for 彼は 夫の 夫の.
+        self._cache_keyword = "cache" if "cache" in accepted else "past_key_values"
 
     @functools.cached_property
     def fingerprint(self) -> dict[str, str]:
@@ -466,8 +458,8 @@ class HFBackend:
     def _next_token_scores(self, input_ids, attention_mask, position_ids, cache: StaticCache) -> torch.Tensor:
         """The next token's scores after one forward pass over ``input_ids``, which extends ``cache``."""
         positions = {"position_ids": position_ids} if self._accepts_positions else {}
-        output = self.model(input_ids=input_ids, attention_mask=attention_mask, cache=cache, use_cache=True,
-                            **positions, **self._last_logits_only)
+        output = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=True,
+                            **{self._cache_keyword: cache}, **positions, **self._last_logits_only)
         return output.logits[:, -1]
 
     def _decode(self, new_ids: list[int]) -> Completion:

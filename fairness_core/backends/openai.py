@@ -14,6 +14,17 @@ servers have their own defaults (llama.cpp's server adds ``min_p`` 0.05 and
   OpenAI schema (a plain ``top_k`` is a 422) and takes the sampling parameters
   as a JSON ``generation_config`` string instead.
 
+Prompts go as token ids wherever the server takes them (vLLM does, and the
+OpenAI schema allows a list of ids): the ids the in-process engine feeds the
+model (``prompts.encode_prompt``), from the model's own tokenizer found
+locally (a demo name, a folder, the hub cache, or the ``root`` the server
+lists).  A server that tokenizes text itself may append an end token, as vLLM
+and ``transformers serve`` do for SentencePiece (彼女は → ``[372, 1]``): the
+model then continues a text that has ended, and the audit measures another
+distribution (0.247 for a planted 0.30).  Where a server takes only text, the
+client compares its prompt token count with the local one and the
+description (so the report) says what it found.
+
 ``--request-format=auto`` (the default) sends one probe request in the
 ``openai`` format when the backend is created and switches to
 ``transformers`` when the server answers with a 4xx that names one of the
@@ -60,13 +71,14 @@ import httpx
 from fairness_core.backends.base import BackendSettings, Completion, GenerationError, Request, request_seed
 from fairness_core.backends.cache import default_cache_dir
 from fairness_core.backends.journal import Journal
+from fairness_core.backends.prompts import encode_prompt
 from fairness_core.errors import AuditUsageError
 from fairness_core.thresholds import SamplingProtocol
 
 API_KEY_VARIABLES = ("JA_FAIRNESS_AUDIT_API_KEY", "OPENAI_API_KEY")
 REQUEST_FORMATS = ("auto", "openai", "transformers")
 #: Part of the cache key: bumped whenever a change to the requests sent can change a completion.
-CLIENT_REVISION = "1"
+CLIENT_REVISION = "2"
 #: The servers' own sampling extras, set to the values that switch them off, sent with every ``openai``-format
 #: request: llama.cpp (min_p, repeat_penalty, typical_p, mirostat, dry_multiplier, xtc_probability),
 #: vLLM and TGI (repetition_penalty, min_p), OpenAI (presence_penalty, frequency_penalty).
@@ -87,7 +99,8 @@ class ServerError(AuditUsageError):
     """The server cannot be used as asked (unreachable, model not served, request rejected): the message says why."""
 
 
-def request_body(model: str, prompt: str, seed: int, protocol: SamplingProtocol, request_format: str) -> dict[str, Any]:
+def request_body(model: str, prompt: str | list[int], seed: int, protocol: SamplingProtocol,
+                 request_format: str) -> dict[str, Any]:
     """The JSON body of one completion request in ``request_format`` (``openai`` or ``transformers``).
 
     Greedy decoding (``do_sample: false``) is ``temperature`` 0 in the ``openai``
@@ -196,6 +209,8 @@ class ClientSettings:
     max_retries: int = 5
     request_format: str = "auto"
     journal_dir: Path | None = None
+    #: Where the served model's tokenizer is, when known before asking the server (a demo model's folder).
+    tokenizer: str | None = None
 
 
 class OpenAIBackend:
@@ -210,16 +225,17 @@ class OpenAIBackend:
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._jitter = random.Random()
         self.usage = {"requests": 0, "retries": 0, "resumed": 0, "prompt_tokens": 0, "completion_tokens": 0}
-        model_root, self.system_fingerprint, self.request_format = asyncio.run(self._connect())
+        self._tokenizer = None  # set by _connect when the server takes token ids
+        model_root, self.system_fingerprint, self.request_format, prompts = asyncio.run(self._connect())
         self.description = {"backend": "openai", "model": settings.model, "base_url": settings.base_url,
-                            "request_format": self.request_format}
+                            "request_format": self.request_format, "prompts": prompts}
         if self.request_format == "transformers" and settings.concurrency > 1:
             self.description["reproducible"] = TRANSFORMERS_SERVE_SEEDING
         self.fingerprint = {
             "backend": "openai", "base_url": settings.base_url, "model": settings.model, "model_root": model_root,
             "system_fingerprint": self.system_fingerprint or "(none sent)", "request_format": self.request_format,
             "neutral_fields": json.dumps(dict(NEUTRAL_FIELDS), sort_keys=True) if self.request_format == "openai" else "",
-            "seed": str(settings.seed), "client": CLIENT_REVISION,
+            "seed": str(settings.seed), "client": CLIENT_REVISION, "prompts": prompts,
         }
 
     def _client(self) -> httpx.AsyncClient:
@@ -228,9 +244,9 @@ class OpenAIBackend:
         return httpx.AsyncClient(base_url=self.settings.base_url, headers=self._headers, limits=limits,
                                  timeout=self.settings.request_timeout)
 
-    async def _connect(self) -> tuple[str, str | None, str]:
+    async def _connect(self) -> tuple[str, str | None, str, str]:
         """Check that ``GET /models`` lists the model; its ``root`` (vLLM: the weights' path or hub id),
-        the server's system fingerprint and the request format to use."""
+        the server's system fingerprint, the request format to use and how prompts are sent (:meth:`_prompts`)."""
         s = self.settings
         async with self._client() as client:
             try:
@@ -262,7 +278,8 @@ class OpenAIBackend:
                     raise ServerError(f"--base-url={s.base_url}: the server lists the model but its first completion "
                                       f"request failed: {err}") from None
                 if answer is not None:
-                    return model_root, answer.get("system_fingerprint"), request_format
+                    prompts = await self._prompts(client, request_format, probe, answer, model_root)
+                    return model_root, answer.get("system_fingerprint"), request_format, prompts
                 message = server_message(response)
                 hint = auth_hint(response.status_code)
                 if hint:
@@ -273,6 +290,38 @@ class OpenAIBackend:
             raise ServerError(f"{s.base_url} rejects the completion request (HTTP {response.status_code}): {message}. "
                               f"Request formats tried: {', '.join(formats[:formats.index(request_format) + 1])}; "
                               "the audit needs a server that takes top_k, top_p, temperature and seed.")
+
+    async def _prompts(self, client: httpx.AsyncClient, request_format: str, probe: Request, answer: dict[str, Any],
+                       model_root: str) -> str:
+        """Send prompts as token ids if the server takes them (``self._tokenizer`` is then set); what the report says.
+
+        ``answer`` is the server's answer to ``probe`` sent as text: its prompt
+        token count, against the local encoding's, shows an end token the server
+        appends, or a local tokenizer that is not the server's (then ids are not sent).
+        """
+        s = self.settings
+        found = local_tokenizer([s.tokenizer, s.model, model_root])
+        if found is None:
+            return ("text: no local copy of the model's tokenizer was found, so an end token that the server "
+                    "appends to each prompt cannot be detected")
+        source, tokenizer = found
+        ids = encode_prompt(tokenizer, probe.prompt)
+        counted = (answer.get("usage") or {}).get("prompt_tokens")
+        if counted is not None and counted not in (len(ids), len(ids) + 1):
+            return (f"text: the server counts {counted} tokens in {probe.prompt!r} where the tokenizer at {source} "
+                    f"gives {len(ids)}: it is not the served model's tokenizer, so ids are not sent")
+        body = request_body(s.model, ids, 0, SamplingProtocol(max_new_tokens=1), request_format)
+        try:
+            _, taken = await self._post(client, body, probe)
+        except GenerationError:
+            taken = None
+        if taken is not None:
+            self._tokenizer = tokenizer
+            return f"token ids (encode_prompt, tokenizer at {source})"
+        appended = f"appends {counted - len(ids)} token" if counted is not None and counted > len(ids) else None
+        return (f"text (the server takes no token ids); it {appended} to each prompt ({probe.prompt!r}: {counted} "
+                f"tokens there, {len(ids)} in encode_prompt), which the model reads as the end of the text"
+                if appended else "text (the server takes no token ids); its prompt token counts match encode_prompt's")
 
     async def _post(self, client: httpx.AsyncClient, body: dict,
                     request: Request) -> tuple[httpx.Response, dict[str, Any] | None]:
@@ -310,7 +359,8 @@ class OpenAIBackend:
 
     async def _complete(self, client: httpx.AsyncClient, request: Request, seed: int,
                         protocol: SamplingProtocol) -> Completion:
-        body = request_body(self.settings.model, request.prompt, seed, protocol, self.request_format)
+        prompt = request.prompt if self._tokenizer is None else encode_prompt(self._tokenizer, request.prompt)
+        body = request_body(self.settings.model, prompt, seed, protocol, self.request_format)
         response, answer = await self._post(client, body, request)
         where = f"the sample {request.sample_index} of the prompt {request.prompt!r}"
         if answer is None:
@@ -375,6 +425,18 @@ class OpenAIBackend:
                     await asyncio.gather(*workers, return_exceptions=True)
 
 
+def local_tokenizer(candidates: Sequence[str | None]):
+    """``(source, tokenizer)`` for the first candidate that loads without the network, else ``None``."""
+    from transformers import AutoTokenizer
+
+    for candidate in dict.fromkeys(c for c in candidates if c):
+        try:
+            return candidate, AutoTokenizer.from_pretrained(candidate, local_files_only=True)
+        except Exception:  # noqa: BLE001 - any failure only means "not this one": the next candidate is tried
+            continue
+    return None
+
+
 def api_key_from_environment() -> str | None:
     """The first of :data:`API_KEY_VARIABLES` that is set (the key is never an option, so never in a log)."""
     return next((os.environ[name] for name in API_KEY_VARIABLES if os.environ.get(name)), None)
@@ -382,10 +444,13 @@ def api_key_from_environment() -> str | None:
 
 def create_backend(settings: BackendSettings) -> OpenAIBackend:
     """The registry's factory: ``--base-url`` etc. arrive in ``settings.options``."""
+    from fairness_core.demo.registry import is_demo, resolve_demo
+
     o = settings.options
     return OpenAIBackend(ClientSettings(
         base_url=o["base_url"], model=settings.model, seed=settings.seed, concurrency=o["concurrency"],
         request_timeout=o["request_timeout"], deadline=o["deadline"], max_retries=o["max_retries"],
         request_format=o["request_format"],
         journal_dir=o["journal_dir"] or (settings.cache_dir / "journals" if settings.cache_dir else None),
+        tokenizer=str(resolve_demo(settings.model)) if is_demo(settings.model) else None,
     ), api_key=api_key_from_environment())

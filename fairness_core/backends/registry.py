@@ -88,7 +88,7 @@ BACKENDS: Registry[BackendEntry] = Registry("backend", {
         needs_model=False),
     "vllm": BackendEntry(
         "fairness_core.backends.vllm:create_backend",
-        "vLLM in this process, for GPUs (pip install 'ja-fairness-audit[vllm]')",
+        "vLLM in this process, on GPUs or CPUs (an environment of its own: docs/vllm.md)",
         (BackendOption("--tensor-parallel-size", "GPUs that one copy of the model is split over",
                        o.positive_int, 1),)),
 }, error=UnknownBackendError)

