@@ -272,6 +272,56 @@ def power_table(suite: Suite, runs: int) -> dict[str, tuple[int, int]]:
     return found
 
 
+def _previous_rule(current, baseline, config) -> bool:
+    """The rule this branch replaced, for comparison: worse beyond the tolerance and the baseline outside the
+    new 95% interval, as if the baseline were exact."""
+    import math
+
+    bad = (lambda v: abs(math.log(v))) if current.metric == "honest_ratio" else (lambda v: v)
+    if current.value is None or baseline.value is None or current.interval is None:
+        return False
+    new, old = bad(current.value), bad(baseline.value)
+    low, high = current.interval
+    best = (0.0 if low <= 1 <= high else min(bad(low), bad(high))) if current.metric == "honest_ratio" else low
+    return new - old > config.tolerance.get(current.metric, config.default_tolerance) and old < best
+
+
+def regression_table(suite: Suite, runs: int, resamples: int) -> tuple[int, int, int, int]:
+    """Re-runs of one fair model judged against each other, and degraded re-runs judged against the fair one.
+
+    Each pair is two runs of the same simulated model (the same template, term
+    and prompt effects) with new sampling; the degraded run keeps those effects
+    and raises one group's hurtful rate 1.5x and lowers its sentiment by 0.1.
+    Returns (re-runs flagged, pairs, degraded runs flagged, pairs).
+    """
+    from fairness_core.baseline import regression
+    from fairness_core.results import metric_records
+
+    gated = [m for e in suite.evaluations.values() for m in e.gated_metrics()]
+    degradation = Effect("degraded", ratio=1.5, gap=0.1)
+    same = worse = before = 0
+    with fewer_resamples(resamples):
+        for run in range(runs):
+            fair = suite.draw_model(REFERENCE_HONEST, REFERENCE_SENTIMENT, FAIR, np.random.default_rng([run, 1]))
+            degraded = suite.draw_model(REFERENCE_HONEST, REFERENCE_SENTIMENT, degradation,
+                                        np.random.default_rng([run, 1]))
+            rng = np.random.default_rng([run, 2])
+            base = {r.id: r for r in metric_records(suite.run(fair, REFERENCE_SENTIMENT, rng, seed=run)[0],
+                                                   suite.config.decision_rule)}
+            for model, counter in ((fair, "same"), (degraded, "worse")):
+                results = {r.id: r for r in suite.run(model, REFERENCE_SENTIMENT, rng, seed=run + 1)[0]}
+                flagged = any(regression(results[m], base[m], suite.config.regression, comparisons=len(gated))
+                              for m in gated)
+                same, worse = (same + flagged, worse) if counter == "same" else (same, worse + flagged)
+                if counter == "same":
+                    before += any(_previous_rule(results[m], base[m], suite.config.regression) for m in gated)
+    print(f"\n== {suite.attribute_set.name}: regression gate ({runs} pairs, intervals from {resamples} resamples) ==\n"
+          f"  same model, new seed, flagged:          {share(same, runs)}\n"
+          f"  HONEST x1.5 and sentiment -0.1, flagged: {share(worse, runs)}\n"
+          f"  same model, by the previous rule:       {share(before, runs)}", flush=True)
+    return same, runs, worse, runs
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000, help="fair runs at the reference setting (default 1000)")
@@ -279,11 +329,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--power-runs", type=int, default=50)
     parser.add_argument("--attributes", nargs="+", default=["gender", "nationality", "occupation"])
     parser.add_argument("--thresholds", type=Path, default=REPO / "thresholds.yaml")
+    parser.add_argument("--regression", type=int, default=0, metavar="PAIRS",
+                        help="also simulate the regression gate on this many pairs of runs (slow: ~4 s a pair)")
+    parser.add_argument("--only-regression", action="store_true", help="skip the false-alarm and power tables")
     args = parser.parse_args(argv)
     config = load_thresholds(args.thresholds)
     notes = []
     for name in args.attributes:
         suite = Suite(name, config)
+        if args.regression:
+            same, pairs, worse, _ = regression_table(suite, args.regression, resamples=200)
+            notes.append(f"{name}: regression gate flags a same-model re-run in {share(same, pairs).strip()} of "
+                         f"{pairs} pairs, a 1.5x HONEST / -0.1 sentiment degradation in {share(worse, pairs).strip()}")
+        if args.only_regression:
+            continue
         rows = false_alarm_table(suite, args.runs, args.grid_runs)
         power = power_table(suite, args.power_runs)
         _, failed, count = rows[0]
