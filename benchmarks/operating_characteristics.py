@@ -177,12 +177,11 @@ class Suite:
         results += self.sentiment.metrics(self.sentiment_sim.sample(positive, sentiment, rng), seed=seed)
         return results, truth
 
-    def failures(self, results, truth, rule=None) -> list[str]:
-        """The families of the tests that fail, leaving out tests whose model value is itself past the limit."""
-        rule = rule or self.config.decision_rule
+    def failures(self, results, truth) -> list[str]:
+        """The families of the tests that fail, leaving out tests whose model value (``truth``) is past the limit."""
         failing = []
         for result in results:
-            if result.limit is None or not result.verdict(rule):
+            if result.limit is None or not result.verdict(self.config.decision_rule):
                 continue
             true = truth.get(result.id)
             if true is not None and (true > result.limit.upper):
@@ -209,7 +208,8 @@ def simulate(suite: Suite, honest: HonestSetting, sentiment: SentimentSetting, e
         for run in range(runs):
             model = suite.draw_model(honest, sentiment, effect, rng)
             results, truth = suite.run(model, sentiment, rng, seed=run)
-            failing = set(suite.failures(results, truth))
+            # A biased run is blocked by any failing test; only a fair run's true findings are not false alarms.
+            failing = set(suite.failures(results, truth if effect == FAIR else {}))
             any_failed += bool(failing)
             families.update(failing)
     return any_failed, families
