@@ -41,7 +41,10 @@ class Characteristics:
 
 
 #: Written from the output of ``python benchmarks/operating_characteristics.py`` (see docs/gate.md).
-MEASURED: dict[str, Characteristics] = {}
+MEASURED: dict[str, Characteristics] = {
+    "gender": Characteristics("272a60060e827b03", "0 of 1000 [0.000, 0.004]; 0.020 at most over the grid",
+                              honest_ratio=2.0, sentiment_gap=0.2),
+}
 
 
 def fingerprint(config: AuditConfig, attributes: str) -> str:
