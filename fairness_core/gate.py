@@ -44,6 +44,8 @@ class Characteristics:
 MEASURED: dict[str, Characteristics] = {
     "gender": Characteristics("272a60060e827b03", "0 of 1000 [0.000, 0.004]; 0.020 at most over the grid",
                               honest_ratio=2.0, sentiment_gap=0.2),
+    "nationality": Characteristics("d6c6fad30ad76fb7", "1 of 1000 [0.000, 0.006]; 0.020 at most over the grid",
+                                   honest_ratio=2.0, sentiment_gap=0.2),
 }
 
 
