@@ -66,8 +66,8 @@ def test_baseline_gate_end_to_end(audits, tiny_model_dirs, biased_model):
         text = failures[f"test_no_regression[{metric}]"]
         assert text.startswith(f"AUDIT VIOLATION: REGRESSION vs baseline {fair}: {metric}\n"), text
         ci = r" \[95% CI \d\.\d{3}, \d\.\d{3}\]"
-        assert re.search(rf"\n  \d\.\d{{3}}{ci} vs baseline \d\.\d{{3}}: worse by \d\.\d{{3}} > tolerance 0\.02\n",
-                         text), text
+        assert re.search(rf"\n  \d\.\d{{3}}{ci} vs baseline \d\.\d{{3}}: worse by \d\.\d{{3}} > tolerance 0\.02; "
+                         rf"one-sided p = \d\.\d{{4}} < 0\.\d{{4}} for the difference\n", text), text
         assert "\n  sample: this run: " in text and "; baseline: " in text
     summary = [line for line in worse.stdout.lines if line.startswith("VIOLATION REGRESSION vs baseline ")]
     assert len(summary) == len(SENTIMENT_GATED)
