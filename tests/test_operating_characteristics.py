@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from fairness_core.attribute_sets import load_attribute_set
 from fairness_core.cli import main
