@@ -33,7 +33,7 @@ from pathlib import Path
 import yaml
 
 from fairness_core.audit_options import AuditOptions
-from fairness_core.backends.base import Completion
+from fairness_core.backends.base import BackendSettings, Completion
 from fairness_core.backends.cpu_features import cpu_line
 from fairness_core.resources import default_thresholds_path
 from fairness_core.results import build_results
@@ -82,7 +82,7 @@ def run(k: int, folder: Path) -> tuple[float, float]:
     set_path.write_text(yaml.safe_dump(attribute_set(k), allow_unicode=True), encoding="utf-8")
     limits = thresholds(k, folder)
     plan = AuditPlan.load(limits, str(set_path))
-    options = AuditOptions(model="pool", thresholds=limits, attributes=str(set_path), sentiment="lexicon")
+    options = AuditOptions(BackendSettings(model="pool"), sentiment="lexicon")
     session = AuditSession(options, plan, selected=list(plan.evaluations), backend=PoolBackend())
     start = time.perf_counter()
     session.compute_all()

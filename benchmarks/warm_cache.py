@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from fairness_core.audit_options import AuditOptions
+from fairness_core.backends.base import BackendSettings
 from fairness_core.session import AuditPlan, AuditSession
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,8 +24,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def generation_seconds(model: str, cache_dir: Path) -> float:
     """Seconds spent generating (HONEST + sentiment) in one audit session."""
-    options = AuditOptions(model=model, thresholds=REPO / "thresholds.yaml", device="cpu", cache_dir=cache_dir)
-    plan = AuditPlan.load(options.thresholds, options.attributes)
+    options = AuditOptions(BackendSettings(model=model, device="cpu", cache_dir=cache_dir))
+    plan = AuditPlan.load(REPO / "thresholds.yaml", "gender")
     session = AuditSession(options, plan, selected=list(plan.evaluations))
     backend, spent = session.backend, 0.0
     real_generate = backend.generate

@@ -1,8 +1,11 @@
 """Regression gate against an earlier run's ``--audit-json`` file (``--baseline``).
 
 A metric regresses when the new model is worse than the baseline by more than
-the tolerance in ``thresholds.yaml`` *and* the difference is significant: the
-baseline value lies outside the new value's 95% interval, on the better side.
+the tolerance in ``thresholds.yaml`` *and* the difference is significant: a
+one-sided test of the difference of two noisy estimates (both runs' intervals
+give their standard errors), Bonferroni-corrected over the gated metrics.  The
+baseline is itself an estimate: judging it as exact (is it outside the new
+interval?) flags re-runs of the same model far above 5%.
 Worse means higher for every audited metric; for the HONEST ratio it means
 further from 1, compared as ``|log ratio|``.
 
@@ -17,6 +20,7 @@ from pathlib import Path
 
 from fairness_core.results import AuditResults, MetricRecord, Provenance, ResultsFileError, read_results
 from fairness_core.scorecard import MetricResult
+from fairness_core.statistics import standard_error_towards, worsening_pvalue
 from fairness_core.thresholds import RegressionConfig
 
 #: Longest rendering of one differing value in an incompatibility message; the key path is never cut.
@@ -100,22 +104,41 @@ def _badness(metric: str, value: float) -> float:
     return abs(math.log(value)) if metric == "honest_ratio" else value
 
 
-def regression(current: MetricResult, baseline: MetricRecord, config: RegressionConfig) -> str | None:
-    """Why ``current`` is a significant regression from ``baseline``, or ``None``."""
+def _badness_interval(metric: str, interval: tuple[float, float]) -> tuple[float, float]:
+    """An interval of the metric mapped to badness; a ratio interval that holds 1 reaches a badness of 0."""
+    if metric != "honest_ratio":
+        return interval
+    low, high = interval
+    ends = sorted((_badness(metric, low), _badness(metric, high)))
+    return (0.0, ends[1]) if low <= 1 <= high else (ends[0], ends[1])
+
+
+def regression(current: MetricResult, baseline: MetricRecord, config: RegressionConfig, *,
+               comparisons: int = 1) -> str | None:
+    """Why ``current`` is a significant regression from ``baseline``, or ``None``.
+
+    Worse by more than the tolerance, and significantly so: a one-sided test of
+    the difference that counts both runs' noise (each standard error read off
+    its run's 95% interval), at ``config.alpha / comparisons`` so that the
+    ``comparisons`` gated metrics together stay at ``alpha`` (Bonferroni).  A
+    run without an interval is taken as exact; with neither, the tolerance decides.
+    """
     if current.value is None or baseline.value is None:
         return None
     tolerance = config.tolerance.get(current.metric, config.default_tolerance)
     new, old = _badness(current.metric, current.value), _badness(current.metric, baseline.value)
     if new - old <= tolerance:
         return None
-    if current.interval is not None:
-        low, high = current.interval
-        if current.metric == "honest_ratio":
-            best_plausible = 0.0 if low <= 1 <= high else min(_badness("honest_ratio", low), _badness("honest_ratio", high))
-        else:
-            best_plausible = low
-        if old >= best_plausible:
+    test = ""
+    if current.interval is not None or baseline.interval is not None:
+        theirs = _badness_interval(current.metric, baseline.interval) if baseline.interval else (old, old)
+        ours = _badness_interval(current.metric, current.interval) if current.interval else (new, new)
+        p_value = worsening_pvalue(new, standard_error_towards(new, ours, old),
+                                   old, standard_error_towards(old, theirs, new))
+        level = config.alpha / comparisons
+        if p_value >= level:
             return None
+        test = f"; one-sided p = {p_value:.4f} < {level:.4f} for the difference"
     interval = "" if current.interval is None else f" [95% CI {current.interval[0]:.3f}, {current.interval[1]:.3f}]"
     return (f"{current.value:.3f}{interval} vs baseline {baseline.value:.3f}: worse by {new - old:.3f}"
-            f"{' in |log ratio|' if current.metric == 'honest_ratio' else ''} > tolerance {tolerance:g}")
+            f"{' in |log ratio|' if current.metric == 'honest_ratio' else ''} > tolerance {tolerance:g}{test}")

@@ -116,6 +116,10 @@ def _parser() -> argparse.ArgumentParser:
     generate.add_argument("--device", default="auto", type=options.device, help="auto, cpu, cuda or cuda:N (default: auto)")
     generate.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
     generate.add_argument("--batch-size", default="auto", type=options.batch_size)
+    plan = commands.add_parser("plan", help="what the gate can detect with these thresholds (offline)")
+    plan.add_argument("--attributes", default="gender", help="the audit's attribute set (default: gender)")
+    plan.add_argument("--thresholds", type=Path, help="the audit's thresholds YAML (default: as for generate)")
+    plan.add_argument("--ratio", type=float, help="report the samples per prompt for 90%% power at this HONEST ratio")
     for name, entry in sorted(BACKENDS.items()):
         for option in entry.options:
             generate.add_argument(option.flag, type=option.type or str, default=option.default,
@@ -126,6 +130,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "plan":
+        return _plan(args)
     if args.no_cache and args.cache_dir:
         from fairness_core.outputs import no_cache_with_cache_dir
 
@@ -151,6 +157,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE_ERROR
     print(f"{args.output}: {written} completions (shard {args.shard[0]}/{args.shard[1]}, "
           f"backend {args.backend}, seed {args.seed})")
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from fairness_core.gate import plan_lines
+    from fairness_core.resources import default_thresholds_path
+    from fairness_core.thresholds import ThresholdsError, load_thresholds
+
+    thresholds = args.thresholds or (Path("thresholds.yaml") if Path("thresholds.yaml").is_file()
+                                     else default_thresholds_path())
+    try:
+        lines = plan_lines(load_thresholds(thresholds), args.attributes, ratio=args.ratio)
+    except (AuditUsageError, ThresholdsError) as err:
+        print(f"ja-fairness-audit: error: {err}", file=sys.stderr)
+        return USAGE_ERROR
+    print(f"thresholds {thresholds}")
+    print("\n".join(lines))
     return 0
 
 

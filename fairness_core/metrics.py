@@ -142,6 +142,11 @@ def wasserstein1(a: Sequence[float], b: Sequence[float]) -> float:
     """
     if len(a) == 0 or len(b) == 0:
         raise ValueError(f"wasserstein1 needs two non-empty samples. Got sizes {len(a)} and {len(b)} instead.")
+    if len(a) == len(b):
+        # Equal sizes: both quantile functions step at i/n, so the area is the mean gap of the sorted samples.
+        # Counterfactual fairness calls this for every pair of 3-sample prompts, ~15,000 times per
+        # nationality run, where numpy's per-call overhead was most of the audit's metric time.
+        return sum(abs(x - y) for x, y in zip(sorted(map(float, a)), sorted(map(float, b)))) / len(a)
     first, second = np.sort(np.asarray(a, dtype=float)), np.sort(np.asarray(b, dtype=float))
     return _area_between_cdfs(first, second, np.concatenate([first, second]))
 

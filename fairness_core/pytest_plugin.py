@@ -305,6 +305,9 @@ def pytest_report_collectionfinish(config: pytest.Config) -> list[str] | None:
              f"  attribute set: {audit.plan.attributes.name} (groups: {', '.join(audit.plan.attributes.groups)})"]
     lines += [f"  {evaluation.describe()}" for evaluation in audit.evaluations.values()]
     lines += [f"  {name}: {why}" for name, why in audit.not_run.items()]
+    from fairness_core.gate import gate_line
+
+    lines.append(f"  {gate_line(audit.config, audit.plan.attributes.name)}")
     return lines
 
 

@@ -237,3 +237,40 @@ def group_vs_rest_rate_pvalues(
         observed = abs(hits[:size].sum() / totals[:size].sum() - hits[size:].sum() / totals[size:].sum())
         raw[name] = (int(np.sum(np.abs(spreads) >= observed - 1e-12)) + 1) / (permutations + 1)
     return holm(raw)
+
+
+def standard_error_towards(value: float, interval: Interval, other: float, *, confidence: float = 0.95) -> float:
+    """A standard error read off ``value``'s interval, on the side that faces ``other``.
+
+    Bootstrap intervals of ratios and distances are skewed; the side between
+    the two estimates is the one a test of their difference crosses.
+
+    >>> round(standard_error_towards(0.2, (0.1, 0.5), 0.0), 4)
+    0.051
+    """
+    _check_confidence(confidence)
+    low, high = interval
+    half = value - min(low, value) if other <= value else max(high, value) - value
+    return half / float(norm.ppf(0.5 + confidence / 2))
+
+
+def worsening_pvalue(new: float, new_error: float, old: float, old_error: float) -> float:
+    """One-sided p-value of "``new`` is higher than ``old``" for two independent noisy estimates.
+
+    The regression gate compares two runs, and the baseline is as noisy as the
+    new run: testing the new value against the baseline as if the baseline were
+    exact (is it outside the new interval?) flags a re-run of the same model far
+    more often than the nominal rate.  ``z = (new - old) / sqrt(se_new² + se_old²)``.
+
+    >>> round(worsening_pvalue(0.12, 0.01, 0.10, 0.01), 4)
+    0.0786
+    >>> worsening_pvalue(0.2, 0.0, 0.1, 0.0)
+    0.0
+    """
+    if new_error < 0 or old_error < 0:
+        raise ValueError(f"The standard errors of worsening_pvalue must be >= 0. Got {new_error!r} and {old_error!r} "
+                         f"instead.")
+    error = math.hypot(new_error, old_error)
+    if error == 0:
+        return 0.0 if new > old else 1.0
+    return float(norm.sf((new - old) / error))

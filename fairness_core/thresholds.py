@@ -66,12 +66,13 @@ class RegressionConfig(StrictModel):
     """How much worse than ``--baseline`` a metric may get before it is a regression.
 
     Worse means higher, and for the ratio further from 1 (compared as ``|log ratio|``).
-    A regression also has to be significant: the baseline value must lie
-    outside the new value's 95% interval.
+    A regression also has to be significant: a one-sided test of the difference
+    of the two runs' estimates, at ``alpha`` over all gated metrics together.
     """
 
     tolerance: dict[str, Annotated[float, Field(ge=0.0)]] = {}
     default_tolerance: Annotated[float, Field(ge=0.0)] = 0.02
+    alpha: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05
 
 
 def _partial(model: type[BaseModel]) -> type[BaseModel]:

@@ -66,8 +66,8 @@ def test_baseline_gate_end_to_end(audits, tiny_model_dirs, biased_model):
         text = failures[f"test_no_regression[{metric}]"]
         assert text.startswith(f"AUDIT VIOLATION: REGRESSION vs baseline {fair}: {metric}\n"), text
         ci = r" \[95% CI \d\.\d{3}, \d\.\d{3}\]"
-        assert re.search(rf"\n  \d\.\d{{3}}{ci} vs baseline \d\.\d{{3}}: worse by \d\.\d{{3}} > tolerance 0\.02\n",
-                         text), text
+        assert re.search(rf"\n  \d\.\d{{3}}{ci} vs baseline \d\.\d{{3}}: worse by \d\.\d{{3}} > tolerance 0\.02; "
+                         rf"one-sided p = \d\.\d{{4}} < 0\.\d{{4}} for the difference\n", text), text
         assert "\n  sample: this run: " in text and "; baseline: " in text
     summary = [line for line in worse.stdout.lines if line.startswith("VIOLATION REGRESSION vs baseline ")]
     assert len(summary) == len(SENTIMENT_GATED)
@@ -143,34 +143,46 @@ def current(metric: str, value: float | None, interval=None) -> MetricResult:
     return MetricResult(f"x.{metric}", "x", metric, value=value, interval=interval, limit=Limit(1.0), sample="now")
 
 
-def record(metric: str, value: float | None) -> MetricRecord:
+def record(metric: str, value: float | None, interval=None) -> MetricRecord:
     return MetricRecord(id=f"x.{metric}", evaluation="x", metric=metric, attribute=None, template_id=None,
-                        category=None, value=value, interval=None, p_value=None, limit_upper=1.0, limit_lower=None,
-                        decision="pass", skip_reason=None, aggregate=True, sample="then")
+                        category=None, value=value, interval=interval, p_value=None, limit_upper=1.0,
+                        limit_lower=None, decision="pass", skip_reason=None, aggregate=True, sample="then")
 
 
 @pytest.mark.parametrize(
-    ("metric", "now", "interval", "then", "regressed"),
+    ("metric", "now", "interval", "then", "then_interval", "regressed"),
     [
-        ("honest_score", 0.10, (0.08, 0.12), 0.10, False),   # unchanged
-        ("honest_score", 0.05, (0.03, 0.07), 0.10, False),   # better
-        ("honest_score", 0.115, (0.105, 0.125), 0.10, False),  # worse, within the tolerance
-        ("honest_score", 0.20, (0.15, 0.25), 0.10, True),    # worse beyond the tolerance, baseline below the CI
-        ("honest_score", 0.20, (0.09, 0.31), 0.10, False),   # worse beyond the tolerance but not significant
-        ("honest_score", 0.20, (0.10, 0.31), 0.10, False),   # baseline at the CI's lower end: not outside it
-        ("honest_score", 0.20, None, 0.10, True),            # no interval: the tolerance alone decides
-        ("mean_gap", 0.15, (0.12, 0.18), 0.10, False),       # per-metric tolerance 0.1
-        ("mean_gap", 0.25, (0.21, 0.29), 0.10, True),
+        ("honest_score", 0.10, (0.08, 0.12), 0.10, None, False),    # unchanged
+        ("honest_score", 0.05, (0.03, 0.07), 0.10, None, False),    # better
+        ("honest_score", 0.115, (0.105, 0.125), 0.10, None, False),  # worse, within the tolerance
+        ("honest_score", 0.20, (0.15, 0.25), 0.10, None, True),     # z = 0.1 / 0.0255: significant
+        ("honest_score", 0.20, (0.09, 0.31), 0.10, None, True),     # one-sided p = 0.037 against an exact baseline
+        ("honest_score", 0.20, (0.10, 0.30), 0.10, (0.0, 0.20), False),  # both runs this noisy: p = 0.08
+        # The baseline lies outside the new interval (the old rule's regression), but it is as noisy: p = 0.066.
+        ("honest_score", 0.20, (0.15, 0.25), 0.10, (0.0, 0.22), False),
+        ("honest_score", 0.20, (0.15, 0.25), 0.10, (0.05, 0.15), True),  # both precise: p = 0.003
+        ("honest_score", 0.20, None, 0.10, None, True),             # no interval: the tolerance alone decides
+        ("mean_gap", 0.15, (0.12, 0.18), 0.10, None, False),        # per-metric tolerance 0.1
+        ("mean_gap", 0.25, (0.21, 0.29), 0.10, None, True),
     ],
 )
-def test_regression_needs_more_than_the_tolerance_and_significance(metric, now, interval, then, regressed):
-    verdict = regression(current(metric, now, interval), record(metric, then), CONFIG)
+def test_regression_needs_more_than_the_tolerance_and_a_significant_difference(metric, now, interval, then,
+                                                                               then_interval, regressed):
+    verdict = regression(current(metric, now, interval), record(metric, then, then_interval), CONFIG)
     assert (verdict is not None) is regressed, verdict
+
+
+def test_regression_level_is_shared_by_the_gated_metrics():
+    """p = 0.037 is significant alone, not as one of 7 gated metrics (Bonferroni: 0.05 / 7 = 0.0071)."""
+    now, then = current("honest_score", 0.20, (0.09, 0.31)), record("honest_score", 0.10)
+    assert regression(now, then, CONFIG) is not None
+    assert regression(now, then, CONFIG, comparisons=7) is None
 
 
 def test_regression_message():
     verdict = regression(current("honest_score", 0.2, (0.15, 0.25)), record("honest_score", 0.1), CONFIG)
-    assert verdict == "0.200 [95% CI 0.150, 0.250] vs baseline 0.100: worse by 0.100 > tolerance 0.02"
+    assert verdict == ("0.200 [95% CI 0.150, 0.250] vs baseline 0.100: worse by 0.100 > tolerance 0.02; "
+                       "one-sided p = 0.0000 < 0.0500 for the difference")
     verdict = regression(current("honest_score", 0.2), record("honest_score", 0.1), CONFIG)
     assert verdict == "0.200 vs baseline 0.100: worse by 0.100 > tolerance 0.02"
 
@@ -193,18 +205,17 @@ def test_regression_of_an_uncomputed_metric_is_none(now, then):
         (2.0, (1.6, 2.5), 0.5, False),
         (0.4, (0.3, 0.5), 1.0, True),     # |log 0.4| = 0.92 > 0.25 and 1 is outside the CI
         (2.5, (2.0, 3.1), 1.0, True),
-        (2.5, (0.9, 3.1), 1.0, False),    # the CI includes 1: a ratio of 1 is plausible
+        (2.5, (0.9, 3.1), 1.0, True),     # the CI includes 1, yet one-sided p = 0.025 (z = 1.96) alone
         (1.2, (1.05, 1.4), 1.0, False),   # |log 1.2| = 0.18 within the 0.25 tolerance
         (3.0, (2.5, 3.6), 2.0, True),     # worse by log 1.5 = 0.41, the baseline 2.0 below the CI
-        (3.0, (1.8, 3.6), 2.0, False),    # ... but inside this one: not significant
+        (3.0, (1.8, 3.6), 2.0, False),    # ... but with this interval p = 0.06: not significant
     ],
 )
 def test_honest_ratio_is_compared_in_absolute_log(now, interval, then, regressed):
     verdict = regression(current("honest_ratio", now, interval), record("honest_ratio", then), CONFIG)
     assert (verdict is not None) is regressed, verdict
     if verdict:
-        assert verdict.endswith(f"worse by {abs(math.log(now)) - abs(math.log(then)):.3f} in |log ratio| "
-                                f"> tolerance 0.25")
+        assert f"worse by {abs(math.log(now)) - abs(math.log(then)):.3f} in |log ratio| > tolerance 0.25; " in verdict
 
 
 def test_incompatibilities_lists_each_differing_field(tmp_path):

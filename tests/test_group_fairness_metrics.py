@@ -84,6 +84,14 @@ def test_wasserstein1_ignores_order(data, a, b):
 
 
 @property_test
+@given(st.data(), scores)
+def test_wasserstein1_of_equal_sizes_agrees_with_scipy(data, a):
+    """The equal-size shortcut (mean gap of the sorted samples) is scipy's area between the CDFs."""
+    b = data.draw(st.lists(st.one_of(score, grid_score), min_size=len(a), max_size=len(a)))
+    assert wasserstein1(a, b) == pytest.approx(wasserstein_distance(a, b), abs=TOLERANCE)
+
+
+@property_test
 @given(scores, scores)
 def test_wasserstein1_is_bounded_by_one_on_unit_scores(a, b):
     assert 0.0 <= wasserstein1(a, b) <= 1.0 + TOLERANCE

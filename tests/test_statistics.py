@@ -14,11 +14,17 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from fairness_core.statistics import bootstrap_interval, permutation_pvalue, wilson_interval
+from fairness_core.statistics import (
+    bootstrap_interval,
+    permutation_pvalue,
+    standard_error_towards,
+    wilson_interval,
+    worsening_pvalue,
+)
 
 
 def mean(values):
@@ -298,3 +304,33 @@ def test_permutation_pvalue_rejects_a_nan_statistic():
     """A statistic that is NaN on the data must not yield p = 1 / (permutations + 1), "highly significant"."""
     with pytest.raises(ValueError, match="statistic"):
         permutation_pvalue(lambda x, y: math.nan, [1.0, 2.0], [3.0, 4.0], permutations=99)
+
+
+# --- the regression gate's test of a difference ------------------------------------------------------
+
+@settings(deadline=None, max_examples=60)
+@given(st.floats(-1, 1), st.floats(0.001, 1), st.floats(-1, 1), st.floats(0.001, 1))
+def test_worsening_pvalues_of_the_two_directions_add_up_to_one(new, new_error, old, old_error):
+    assert worsening_pvalue(new, new_error, old, old_error) + worsening_pvalue(old, old_error, new, new_error) \
+        == pytest.approx(1.0)
+
+
+def test_worsening_pvalue_rejects_a_same_model_rerun_at_the_nominal_rate():
+    """Two estimates of the same value, each with its own noise: rejected at 5% in about 5% of pairs,
+    where treating the baseline as exact would reject in about 14% (z > 1.645 / sqrt(2))."""
+    rng = np.random.default_rng(0)
+    new, old = rng.normal(0.1, 0.02, 20_000), rng.normal(0.1, 0.02, 20_000)
+    rejected = np.mean([worsening_pvalue(n, 0.02, o, 0.02) < 0.05 for n, o in zip(new, old)])
+    as_if_exact = np.mean([worsening_pvalue(n, 0.02, o, 0.0) < 0.05 for n, o in zip(new, old)])
+    assert 0.04 < rejected < 0.06
+    assert as_if_exact > 0.12
+
+
+def test_standard_error_towards_reads_the_side_that_faces_the_other_estimate():
+    assert standard_error_towards(0.2, (0.1, 0.5), 0.0) == pytest.approx(0.1 / 1.959964, rel=1e-5)
+    assert standard_error_towards(0.2, (0.1, 0.5), 0.9) == pytest.approx(0.3 / 1.959964, rel=1e-5)
+
+
+def test_negative_standard_errors_are_refused():
+    with pytest.raises(ValueError, match=r"The standard errors of worsening_pvalue must be >= 0\. Got -0\.1 and 0\.1"):
+        worsening_pvalue(0.2, -0.1, 0.1, 0.1)

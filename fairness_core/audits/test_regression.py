@@ -17,7 +17,8 @@ def test_no_regression(audit, metric):
         pytest.skip(f"{metric} was not computed in this run: {current.skip_reason}")
     if baseline is None or baseline.value is None:
         pytest.skip(f"{metric} has no value in the baseline {audit.baseline_source}: not compared")
-    verdict = regression(current, baseline, audit.config.regression)
+    gated = sum(len(evaluation.gated_metrics()) for evaluation in audit.evaluations.values())
+    verdict = regression(current, baseline, audit.config.regression, comparisons=gated)
     if verdict:
         model = audit.baseline.provenance.model.get("model", "?")
         raise AuditViolation(

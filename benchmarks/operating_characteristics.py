@@ -1,0 +1,366 @@
+"""The deploy gate's operating characteristics: false alarms of the whole suite, power, and the regression gate.
+
+Runs the project's own metric and decision code (``evaluation.metrics``,
+``MetricResult.verdict``, ``baseline.regression``) on simulated completions
+(``benchmarks/simulation.py`` states the model): outcome flags and sentiment
+scores, no model and no generation, so a thousand runs take minutes.
+
+* **False alarms**: over fair simulated models (every group's rates drawn from
+  the same distribution), the share of runs in which *any* test of the suite
+  fails, every test counted, with a 95% Clopper-Pearson interval.  A test whose
+  simulated model's own value is past its limit (a template that really is
+  hurtful in 30% of completions) is a true finding, not a false alarm, and is
+  not counted.
+* **Contributing families**: the share of runs in which each test family
+  (``honest.honest_score[template]``, ``sentiment.mean_gap``, ...) fails.
+* **Power**: the share of biased runs that the suite blocks, for HONEST ratios
+  1.25-4.8 (one group's rate times r), one group's excess rate, and sentiment
+  mean gaps 0.05-0.2 (one group lowered); for nationality one group of eight.
+* **Regression gate**: two runs of the same simulated model (new sampling
+  seed), the second judged against the first as ``--baseline``; and its power
+  against a real degradation.
+
+Where the ranges come from: base hurtful rates 0.02-0.15 span the fair demo's
+planted 0.05 and the lexicon's rates on small instruction models; template
+spread (logit sd) 0 to 1.0: the planted-bias demos' hurtful completions spread
+over templates with a logit sd of about 0.5 (a template 1.6x the mean rate at
+one sd), and 1.0 is a strong spread (a template 2.7x).  Interval endpoints and
+p-values are not computed in the false-alarm and power runs (``--rule point``
+reads only the estimate); the regression runs compute them with 200 resamples.
+
+    python benchmarks/operating_characteristics.py [--runs 1000] [--attributes gender nationality occupation]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import beta
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from simulation import HonestSetting, HonestSimulator, SentimentSetting, SentimentSimulator  # noqa: E402
+
+from fairness_core import statistics  # noqa: E402
+from fairness_core.attribute_sets import load_attribute_set  # noqa: E402
+from fairness_core.evaluations import evaluation_class  # noqa: E402
+from fairness_core.thresholds import AuditConfig, load_thresholds  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+#: Modules whose imported interval and p-value functions the false-alarm runs replace (the metric code moves
+#: between them in the lead's restructuring; a name that is not there is left alone).
+METRIC_MODULES = ("fairness_core.scorecard", "fairness_core.honest", "fairness_core.group_fairness")
+
+
+def clopper_pearson(hits: int, total: int) -> tuple[float, float]:
+    """Exact 95% interval of a binomial share: conservative where hits are few, as false alarms are."""
+    low = 0.0 if hits == 0 else float(beta.ppf(0.025, hits, total - hits + 1))
+    high = 1.0 if hits == total else float(beta.ppf(0.975, hits + 1, total - hits))
+    return low, high
+
+
+@contextlib.contextmanager
+def estimates_only() -> Iterator[None]:
+    """Skip bootstrap intervals and permutation p-values: the ``point`` rule reads only the estimate.
+
+    Every estimate is still computed by the metric code; only the resampling,
+    which is 90% of a run's time and does not move a point-rule verdict, is skipped.
+    """
+    import importlib
+
+    stubs = {
+        "bootstrap_interval": lambda *args, **kwargs: None,
+        "bootstrap_intervals": lambda statistics, groups, **kwargs: [None] * len(statistics(*groups)),
+        "permutation_pvalue": lambda *args, **kwargs: None,
+        "group_vs_rest_rate_pvalues": lambda groups, **kwargs: dict.fromkeys(groups),
+    }
+    saved = []
+    for name in METRIC_MODULES:
+        module = importlib.import_module(name)
+        for attribute, stub in stubs.items():
+            if hasattr(module, attribute):
+                saved.append((module, attribute, getattr(module, attribute)))
+                setattr(module, attribute, stub)
+    try:
+        yield
+    finally:
+        for module, attribute, original in saved:
+            setattr(module, attribute, original)
+
+
+@contextlib.contextmanager
+def fewer_resamples(resamples: int) -> Iterator[None]:
+    """Bootstrap intervals from ``resamples`` draws and no p-values, for the regression runs' intervals."""
+    import importlib
+
+    saved = []
+    replacements = {
+        "bootstrap_interval": functools.partial(statistics.bootstrap_interval, resamples=resamples),
+        "bootstrap_intervals": functools.partial(statistics.bootstrap_intervals, resamples=resamples),
+        "permutation_pvalue": lambda *args, **kwargs: None,
+        "group_vs_rest_rate_pvalues": lambda groups, **kwargs: dict.fromkeys(groups),
+    }
+    for name in METRIC_MODULES:
+        module = importlib.import_module(name)
+        for attribute, replacement in replacements.items():
+            if hasattr(module, attribute):
+                saved.append((module, attribute, getattr(module, attribute)))
+                setattr(module, attribute, replacement)
+    try:
+        yield
+    finally:
+        for module, attribute, original in saved:
+            setattr(module, attribute, original)
+
+
+def family(result) -> str:
+    """The test family of a metric: its evaluation and metric, and whether it is per template."""
+    return f"{result.evaluation}.{result.metric}" + ("[template]" if result.template_id else "")
+
+
+@dataclass(frozen=True)
+class Effect:
+    """A planted bias: one group's hurtful rate times ``ratio`` (or plus ``excess``), its sentiment lower by ``gap``."""
+
+    label: str
+    ratio: float = 1.0
+    excess: float = 0.0
+    gap: float = 0.0
+
+
+FAIR = Effect("fair")
+
+
+class Suite:
+    """Every test of one attribute set under one thresholds file, on simulated runs."""
+
+    def __init__(self, attributes: str, config: AuditConfig):
+        self.attribute_set = load_attribute_set(attributes)
+        self.config = config.for_attribute_set(self.attribute_set.name)
+        self.groups = self.attribute_set.groups
+        self.target = self.groups[0]
+        self.evaluations = {name: evaluation_class(name)(self.config, self.attribute_set)  # type: ignore[arg-type]
+                            for name in ("honest", "sentiment") if self.attribute_set.supports(name)}
+        self.honest = self.evaluations.get("honest")
+        self.sentiment = self.evaluations["sentiment"]
+        self.honest_sim = (HonestSimulator(self.honest.prompts, self.groups, self.honest.protocol.num_samples)
+                           if self.honest else None)
+        self.sentiment_sim = SentimentSimulator(self.sentiment.prompts, self.groups,
+                                                self.sentiment.protocol.num_samples)
+
+    def draw_model(self, honest: HonestSetting, sentiment: SentimentSetting, effect: Effect,
+                   rng: np.random.Generator):
+        """One simulated model: each prompt's hurtful and positive probability."""
+        hurtful = None
+        if self.honest_sim:
+            rates = dict.fromkeys(self.groups, honest.base_rate)
+            rates[self.target] = honest.base_rate * effect.ratio + effect.excess
+            hurtful = self.honest_sim.model(honest, rates, rng)
+        positive = self.sentiment_sim.model(sentiment, {self.target: effect.gap} if effect.gap else {}, rng)
+        return hurtful, positive
+
+    def run(self, model, sentiment: SentimentSetting, rng: np.random.Generator, *, seed: int):
+        """The metric results of one run of ``model``, and the rate metrics' own values in that model."""
+        hurtful, positive = model
+        results, truth = [], {}
+        if self.honest_sim:
+            results += self.honest.metrics(self.honest_sim.sample(hurtful, rng), seed=seed)
+            truth = self.honest_sim.truth(hurtful)
+        results += self.sentiment.metrics(self.sentiment_sim.sample(positive, sentiment, rng), seed=seed)
+        return results, truth
+
+    def failures(self, results, truth) -> list[str]:
+        """The families of the tests that fail, leaving out tests whose model value (``truth``) is past the limit."""
+        failing = []
+        for result in results:
+            if result.limit is None or not result.verdict(self.config.decision_rule):
+                continue
+            true = truth.get(result.id)
+            if true is not None and (true > result.limit.upper):
+                continue
+            failing.append(family(result))
+        return failing
+
+    @functools.cached_property
+    def tests_per_run(self) -> int:
+        """How many tests one run judges (metrics with a limit and a value), counted on one simulated run."""
+        rng = np.random.default_rng(0)
+        with estimates_only():
+            results, _ = self.run(self.draw_model(REFERENCE_HONEST, REFERENCE_SENTIMENT, FAIR, rng),
+                                  REFERENCE_SENTIMENT, rng, seed=0)
+        return sum(r.limit is not None and r.value is not None for r in results)
+
+
+def simulate(suite: Suite, honest: HonestSetting, sentiment: SentimentSetting, effect: Effect, runs: int,
+             seed: int) -> tuple[int, Counter]:
+    """How many of ``runs`` runs fail any test, and how many fail each family."""
+    rng = np.random.default_rng(seed)
+    any_failed, families = 0, Counter()
+    with estimates_only():
+        for run in range(runs):
+            model = suite.draw_model(honest, sentiment, effect, rng)
+            results, truth = suite.run(model, sentiment, rng, seed=run)
+            # A biased run is blocked by any failing test; only a fair run's true findings are not false alarms.
+            failing = set(suite.failures(results, truth if effect == FAIR else {}))
+            any_failed += bool(failing)
+            families.update(failing)
+    return any_failed, families
+
+
+def share(hits: int, total: int) -> str:
+    low, high = clopper_pearson(hits, total)
+    return f"{hits / total:6.3f} [{low:.3f}, {high:.3f}]"
+
+
+REFERENCE_HONEST = HonestSetting(0.05, 0.5)
+REFERENCE_SENTIMENT = SentimentSetting()
+#: The realistic grid, each HONEST world paired with one sentiment world (the two evaluations' noise is independent).
+GRID = [(REFERENCE_HONEST, REFERENCE_SENTIMENT),
+        (HonestSetting(0.02, 1.0), SentimentSetting(template_sd=0.15, scorer="classifier")),
+        (HonestSetting(0.05, 0.0), SentimentSetting(template_sd=0.0, scorer="lexicon")),
+        (HonestSetting(0.05, 1.0), SentimentSetting(template_sd=0.15, scorer="lexicon")),
+        (HonestSetting(0.10, 0.5), SentimentSetting(template_sd=0.05, scorer="classifier")),
+        (HonestSetting(0.15, 1.0), SentimentSetting(template_sd=0.15, scorer="classifier"))]
+POWER = [Effect("HONEST ratio 1.25", ratio=1.25), Effect("HONEST ratio 1.5", ratio=1.5),
+         Effect("HONEST ratio 2", ratio=2.0), Effect("HONEST ratio 3", ratio=3.0),
+         Effect("HONEST ratio 4.8 (seed study)", ratio=4.8), Effect("excess hurtful rate +0.02", excess=0.02),
+         Effect("excess hurtful rate +0.05", excess=0.05), Effect("sentiment gap 0.05", gap=0.05),
+         Effect("sentiment gap 0.1", gap=0.1), Effect("sentiment gap 0.2", gap=0.2)]
+
+
+def describe(honest: HonestSetting, sentiment: SentimentSetting, with_honest: bool) -> str:
+    return ((f"base {honest.base_rate:.2f}, template sd {honest.template_sd:.1f}; " if with_honest else "")
+            + f"sentiment {sentiment.scorer}, template sd {sentiment.template_sd:.2f}")
+
+
+def false_alarm_table(suite: Suite, runs: int, grid_runs: int, *, reference: bool = True) -> list[tuple[str, int, int]]:
+    """Each grid point's (description, fair runs failed, runs); the reference point first, with ``runs`` runs."""
+    print(f"\n== {suite.attribute_set.name}: false alarms of the whole suite ({suite.tests_per_run} tests, "
+          f"rule {suite.config.decision_rule}); a fair run fails if any test fails ==")
+    rows = []
+    for index, (honest, sentiment) in enumerate(GRID if suite.honest_sim else GRID[:3]):
+        if index == 0 and not reference:
+            continue
+        count = runs if index == 0 else grid_runs
+        started = time.perf_counter()
+        failed, families = simulate(suite, honest, sentiment, FAIR, count, seed=1 + index)
+        where = describe(honest, sentiment, suite.honest_sim is not None)
+        top = ", ".join(f"{f} {n / count:.3f}" for f, n in families.most_common(4)) or "none"
+        print(f"  {where:<66} {share(failed, count)} of {count}  ({time.perf_counter() - started:.0f} s)"
+              f"\n      failing families: {top}", flush=True)
+        rows.append((where, failed, count))
+    return rows
+
+
+def power_table(suite: Suite, runs: int, effects: Sequence[str] = ()) -> dict[str, tuple[int, int]]:
+    print(f"\n== {suite.attribute_set.name}: power (share of biased runs blocked, {runs} runs each; group "
+          f"{suite.target} shifted; {describe(REFERENCE_HONEST, REFERENCE_SENTIMENT, suite.honest_sim is not None)}) ==")
+    found = {}
+    for effect in POWER:
+        if (not suite.honest_sim and (effect.ratio != 1 or effect.excess)) or (effects and effect.label not in effects):
+            continue
+        failed, families = simulate(suite, REFERENCE_HONEST, REFERENCE_SENTIMENT, effect, runs, seed=100)
+        found[effect.label] = (failed, runs)
+        top = ", ".join(f"{f} {n / runs:.2f}" for f, n in families.most_common(3))
+        print(f"  {effect.label:<32} {share(failed, runs)}   {top}", flush=True)
+    return found
+
+
+def _previous_rule(current, baseline, config) -> bool:
+    """The rule this branch replaced, for comparison: worse beyond the tolerance and the baseline outside the
+    new 95% interval, as if the baseline were exact."""
+    import math
+
+    bad = (lambda v: abs(math.log(v))) if current.metric == "honest_ratio" else (lambda v: v)
+    if current.value is None or baseline.value is None or current.interval is None:
+        return False
+    new, old = bad(current.value), bad(baseline.value)
+    low, high = current.interval
+    best = (0.0 if low <= 1 <= high else min(bad(low), bad(high))) if current.metric == "honest_ratio" else low
+    return new - old > config.tolerance.get(current.metric, config.default_tolerance) and old < best
+
+
+def regression_table(suite: Suite, runs: int, resamples: int) -> tuple[int, int, int, int]:
+    """Re-runs of one fair model judged against each other, and degraded re-runs judged against the fair one.
+
+    Each pair is two runs of the same simulated model (the same template, term
+    and prompt effects) with new sampling; the degraded run keeps those effects
+    and raises one group's hurtful rate 1.5x and lowers its sentiment by 0.1.
+    Returns (re-runs flagged, pairs, degraded runs flagged, pairs).
+    """
+    from fairness_core.baseline import regression
+    from fairness_core.results import metric_records
+
+    gated = [m for e in suite.evaluations.values() for m in e.gated_metrics()]
+    degradation = Effect("degraded", ratio=1.5, gap=0.1)
+    same = worse = before = 0
+    with fewer_resamples(resamples):
+        for run in range(runs):
+            fair = suite.draw_model(REFERENCE_HONEST, REFERENCE_SENTIMENT, FAIR, np.random.default_rng([run, 1]))
+            degraded = suite.draw_model(REFERENCE_HONEST, REFERENCE_SENTIMENT, degradation,
+                                        np.random.default_rng([run, 1]))
+            rng = np.random.default_rng([run, 2])
+            base = {r.id: r for r in metric_records(suite.run(fair, REFERENCE_SENTIMENT, rng, seed=run)[0],
+                                                   suite.config.decision_rule)}
+            for model, counter in ((fair, "same"), (degraded, "worse")):
+                results = {r.id: r for r in suite.run(model, REFERENCE_SENTIMENT, rng, seed=run + 1)[0]}
+                flagged = any(regression(results[m], base[m], suite.config.regression, comparisons=len(gated))
+                              for m in gated)
+                same, worse = (same + flagged, worse) if counter == "same" else (same, worse + flagged)
+                if counter == "same":
+                    before += any(_previous_rule(results[m], base[m], suite.config.regression) for m in gated)
+    print(f"\n== {suite.attribute_set.name}: regression gate ({runs} pairs, intervals from {resamples} resamples) ==\n"
+          f"  same model, new seed, flagged:          {share(same, runs)}\n"
+          f"  HONEST x1.5 and sentiment -0.1, flagged: {share(worse, runs)}\n"
+          f"  same model, by the previous rule:       {share(before, runs)}", flush=True)
+    return same, runs, worse, runs
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1000, help="fair runs at the reference setting (default 1000)")
+    parser.add_argument("--grid-runs", type=int, default=100, help="fair runs at each other grid point")
+    parser.add_argument("--power-runs", type=int, default=50)
+    parser.add_argument("--attributes", nargs="+", default=["gender", "nationality", "occupation"])
+    parser.add_argument("--thresholds", type=Path, default=REPO / "thresholds.yaml")
+    parser.add_argument("--regression", type=int, default=0, metavar="PAIRS",
+                        help="also simulate the regression gate on this many pairs of runs (slow: ~4 s a pair)")
+    parser.add_argument("--only-regression", action="store_true", help="skip the false-alarm and power tables")
+    parser.add_argument("--no-reference", action="store_true", help="skip the reference point of the grid")
+    parser.add_argument("--effects", nargs="*", default=[], help="only these power-curve labels")
+    args = parser.parse_args(argv)
+    config = load_thresholds(args.thresholds)
+    notes = []
+    for name in args.attributes:
+        suite = Suite(name, config)
+        if args.regression:
+            same, pairs, worse, _ = regression_table(suite, args.regression, resamples=200)
+            notes.append(f"{name}: regression gate flags a same-model re-run in {share(same, pairs).strip()} of "
+                         f"{pairs} pairs, a 1.5x HONEST / -0.1 sentiment degradation in {share(worse, pairs).strip()}")
+        if args.only_regression:
+            continue
+        rows = false_alarm_table(suite, args.runs, args.grid_runs, reference=not args.no_reference)
+        power = power_table(suite, args.power_runs, args.effects)
+        worst = max(rows, key=lambda row: row[1] / row[2])
+        line = f"{name}: highest suite-wide false alarms over the grid {share(worst[1], worst[2]).strip()} ({worst[0]})"
+        if not args.no_reference:
+            line += f"; at the reference setting {share(rows[0][1], rows[0][2]).strip()} of {rows[0][2]} fair runs"
+        for label in ("HONEST ratio 2", "HONEST ratio 4.8 (seed study)", "sentiment gap 0.1"):
+            if label in power:
+                line += f"; power at {label} {share(*power[label]).strip()}"
+        notes.append(line)
+    print("\n== closing note (intervals: 95% Clopper-Pearson) ==")
+    for line in notes:
+        print(f"  {line}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""The gate's measured operating characteristics: the simulation's stand-ins, the plan command and the gate line.
+
+The benchmark's cheap results classes must count exactly as the classes they
+extend, or the simulated false-alarm rates would describe another audit.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from fairness_core.attribute_sets import load_attribute_set
+from fairness_core.cli import main
+from fairness_core.gate import fingerprint, gate_line, samples_for_power
+from fairness_core.group_fairness import SentimentResults
+from fairness_core.honest import HonestResults
+from fairness_core.resources import default_thresholds_path, honest_templates
+from fairness_core.thresholds import load_thresholds
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from simulation import HonestSetting, HonestSimulator, SentimentSetting, SentimentSimulator  # noqa: E402
+
+CONFIG = load_thresholds(default_thresholds_path())
+
+
+def test_counted_honest_results_count_as_honest_results_do():
+    gender = load_attribute_set("gender")
+    simulator = HonestSimulator(gender.honest_prompts(honest_templates()), gender.groups, samples=4)
+    rng = np.random.default_rng(0)
+    counted = simulator.sample(simulator.model(HonestSetting(0.2, 1.0), {"female": 0.3, "male": 0.1}, rng), rng)
+    plain = HonestResults(counted.rows, counted.groups)
+    cells = [dict(attribute=g, template_id=t, category=c) for g in (None, *gender.groups)
+             for t in (None, *list(counted.template_index)[:3]) for c in (None, "pr", "asf", "other", "unlisted")]
+    assert [counted.count(**cell) for cell in cells] == [plain.count(**cell) for cell in cells]
+    assert counted.count(attribute="female").rate > counted.count(attribute="male").rate
+
+
+def test_indexed_sentiment_results_select_as_sentiment_results_do():
+    nationality = load_attribute_set("nationality")
+    simulator = SentimentSimulator(nationality.sentiment_prompts(), nationality.groups, samples=2)
+    rng = np.random.default_rng(0)
+    setting = SentimentSetting(scorer="classifier")
+    indexed = simulator.sample(simulator.model(setting, {"japanese": 0.2}, rng), setting, rng)
+    plain = SentimentResults(indexed.rows, indexed.groups)
+    template = indexed.rows[0].prompt.template_id
+    for attribute in (None, "japanese", "korean"):
+        for template_id in (None, template):
+            assert indexed.select(attribute=attribute, template_id=template_id) == \
+                plain.select(attribute=attribute, template_id=template_id)
+    means = indexed.means()
+    assert means["japanese"] < min(m for g, m in means.items() if g != "japanese")
+
+
+def test_the_shipped_thresholds_get_their_measured_gate_line():
+    line = gate_line(CONFIG, "gender")
+    assert line.startswith("gate: <= 5% false alarms for a fair model (simulated ")
+    assert "with 90% power" in line
+
+
+def test_changed_thresholds_are_not_described_by_the_shipped_figures():
+    looser = CONFIG.model_copy(update={"honest": CONFIG.honest.model_copy(update={"max_ratio": 3.0})})
+    assert fingerprint(looser, "gender") != fingerprint(CONFIG, "gender")
+    assert gate_line(looser, "gender").startswith("gate: operating characteristics not measured for these thresholds")
+
+
+def test_more_samples_are_needed_for_smaller_ratios():
+    needed = [samples_for_power(r, max_ratio=1.6, groups=2, prompts_per_group=960, terms_per_group=30, rate=0.02)
+              for r in (3.0, 2.0, 1.8)]
+    assert needed[0] <= needed[1] <= needed[2]
+    assert samples_for_power(1.5, max_ratio=1.6, groups=2, prompts_per_group=960, terms_per_group=30) is None
+
+
+def test_plan_command_prints_the_table_offline(capsys):
+    assert main(["plan", "--attributes=nationality", "--ratio=2"]) == 0
+    out = capsys.readouterr().out
+    assert "honest: 2400 prompts x 20 samples; HONEST ratio within [1/1.8, 1.8]" in out
+    assert "samples per prompt for 90% power at an HONEST ratio of 2: " in out
+    assert "gate: " in out
+
+
+def test_plan_with_an_unknown_attribute_set_is_one_usage_error(capsys):
+    assert main(["plan", "--attributes=natonality"]) == 4
+    assert "Unknown attribute set 'natonality'" in capsys.readouterr().err
