@@ -28,6 +28,7 @@ README_LIMIT_BYTES = 8 * 1024
 PENDING_PAGES = {"docs/vllm.md", "docs/gate.md", "docs/matching.md"}
 
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+REPO_PATH = re.compile(r"`((?:fairness_core|tests|benchmarks|audits|docs|\.ci)/[\w./*-]*)`")
 LONG_OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
 
 
@@ -86,6 +87,16 @@ def test_every_relative_link_reaches_a_file_and_its_heading(document):
         elif anchor and anchor not in _anchors(resolved):
             broken.append(f"{target}: {name} has no heading with the anchor #{anchor}")
     assert broken == []
+
+
+def test_every_repository_path_the_docs_name_exists():
+    """A moved module or data file leaves a stale `path` in prose that no link check sees."""
+    missing = []
+    for document in DOCUMENTS:
+        for path in REPO_PATH.findall(document.read_text(encoding="utf-8")):
+            if not list(REPO.glob(path.rstrip("/"))) and path not in PENDING_PAGES:
+                missing.append(f"{document.relative_to(REPO)}: {path}")
+    assert missing == []
 
 
 def test_pending_pages_are_still_missing():
