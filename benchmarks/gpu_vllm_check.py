@@ -13,7 +13,7 @@ Three checks, results printed and written as JSON (``--output``):
    frees the GPU before vLLM takes its share of memory.
 2. **Reproducibility**: vLLM run again on the same requests in shuffled order
    must give the very same completions (per-request seeds; the claim of
-   README, "Scaling out").
+   docs/backends.md, "Reproducibility").
 3. **Known answer**: ``demo:biased:bpe`` through vLLM, if its head dimension
    is accepted; HONEST female/male rates against the planted 0.30 / 0.06.
    A model vLLM refuses is recorded as such, not as a failure of the others.

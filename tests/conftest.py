@@ -35,6 +35,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from hypothesis import settings  # noqa: E402
 from sentiment_support import train_name_biased_gpt2  # noqa: E402
+from suite_map import file_kinds, marker  # noqa: E402
 
 from fairness_core.backends.hf import load_model  # noqa: E402
 from fairness_core.demo.models import save_model, tiny_gpt2  # noqa: E402
@@ -54,6 +55,14 @@ pytest_plugins = ["pytester"]
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Remove this session's throw-away generation cache: one folder a run piled up in the temp dir."""
     shutil.rmtree(TEST_CACHE_DIR, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its file's kind from the map in tests/README.md: ``pytest tests -m property``."""
+    kinds = file_kinds()
+    for item in items:
+        if item.path.name in kinds:
+            item.add_marker(marker(kinds[item.path.name]))
 
 #: Hand-written sentences so that the tokenizers learn ordinary Japanese words.
 SENTENCES = (
