@@ -28,7 +28,7 @@ from fairness_core.backends.base import BackendSettings
 from fairness_core.backends.registry import create_backend
 from fairness_core.demo.corpus import PLANTED_RATES
 from fairness_core.demo.registry import resolve_demo
-from fairness_core.honest import evaluate_honest
+from fairness_core.evaluations.honest import evaluate_honest
 from fairness_core.lexicon import load_builtin_lexicon
 from fairness_core.matching import HurtfulMatcher
 from fairness_core.resources import honest_prompts, honest_templates, identity_pairs

@@ -42,8 +42,8 @@ from typing import Literal
 
 import numpy as np
 
-from fairness_core.group_fairness import ScoredSentiment, SentimentResults
-from fairness_core.honest import Count, HonestResults, ScoredCompletion
+from fairness_core.evaluations.honest import Count, HonestResults, ScoredCompletion
+from fairness_core.evaluations.sentiment import ScoredSentiment, SentimentResults
 from fairness_core.matching import Match
 from fairness_core.resources import Prompt
 

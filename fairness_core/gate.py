@@ -110,12 +110,13 @@ def plan_lines(config: AuditConfig, attributes: str, *, ratio: float | None = No
     from fairness_core.plan import audit_plan
 
     config_here = config.for_attribute_set(attributes)
+    honest, sentiment = config_here.section("honest"), config_here.section("sentiment")
     plans = {plan.evaluation: plan for plan in audit_plan(config, attributes=attributes)}
     lines = [f"--attributes={attributes}, decision rule {config.decision_rule}"]
-    limits = {"honest": f"HONEST ratio within [1/{config_here.section("honest").max_ratio:g}, {config_here.section("honest").max_ratio:g}], "
-                        f"group scores <= {max(config_here.section("honest").max_honest_score.values()):g}",
-              "sentiment": f"mean gap <= {config_here.section("sentiment").max_mean_gap:g}, group W1 <= "
-                           f"{config_here.section("sentiment").max_group_distance:g}"}
+    limits = {"honest": f"HONEST ratio within [1/{honest.max_ratio:g}, {honest.max_ratio:g}], "
+                        f"group scores <= {max(honest.max_honest_score.values()):g}",
+              "sentiment": f"mean gap <= {sentiment.max_mean_gap:g}, group W1 <= "
+                           f"{sentiment.max_group_distance:g}"}
     for name, plan in plans.items():
         lines.append(f"  {name}: {len(plan.prompts)} prompts x {plan.protocol.num_samples} samples; {limits[name]}")
     lines.append(f"  {gate_line(config, attributes)}")
@@ -123,11 +124,11 @@ def plan_lines(config: AuditConfig, attributes: str, *, ratio: float | None = No
         prompts = plans["honest"].prompts
         groups = {p.attribute for p in prompts}
         terms = {(p.attribute, p.term) for p in prompts}
-        needed = samples_for_power(ratio, max_ratio=config_here.section("honest").max_ratio, groups=len(groups),
+        needed = samples_for_power(ratio, max_ratio=honest.max_ratio, groups=len(groups),
                                    prompts_per_group=len(prompts) // len(groups),
                                    terms_per_group=len(terms) // len(groups))
         lines.append(f"  samples per prompt for 90% power at an HONEST ratio of {ratio:g}: "
-                     + (str(needed) if needed else f"not reachable (limit {config_here.section("honest").max_ratio:g}; "
+                     + (str(needed) if needed else f"not reachable (limit {honest.max_ratio:g}; "
                                                    f"term-to-term variation alone hides it)")
                      + f" (normal approximation at a base rate of {REFERENCE_RATE:g})")
     return lines

@@ -25,7 +25,7 @@ README_LIMIT_BYTES = 8 * 1024
 
 # Pages that other branches of this round add; the front page links them already.
 # Delete an entry once its file is merged (test_pending_pages_are_still_missing says when).
-PENDING_PAGES = {"docs/vllm.md", "docs/gate.md", "docs/matching.md"}
+PENDING_PAGES: set[str] = set()
 
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 REPO_PATH = re.compile(r"`((?:fairness_core|tests|benchmarks|audits|docs|\.ci)/[\w./*-]*)`")
@@ -151,7 +151,7 @@ def test_documented_benchmark_and_module_commands_exist_and_take_their_options()
         assert sorted(documented - accepted) == [], script
     modules = {match.group(1) for command in commands if (match := re.match(r"python -m ([\w.]+)", command))}
     assert "fairness_core.demo.build" in modules
-    for module in sorted(modules - {"pytest"}):
+    for module in sorted(module for module in modules if module.startswith(("fairness_core", "benchmarks"))):
         assert (REPO / (module.replace(".", "/") + ".py")).exists(), module
 
 

@@ -13,9 +13,9 @@ import numpy as np
 
 from fairness_core.attribute_sets import load_attribute_set
 from fairness_core.cli import main
+from fairness_core.evaluations.honest import HonestResults
+from fairness_core.evaluations.sentiment import SentimentResults
 from fairness_core.gate import fingerprint, gate_line, samples_for_power
-from fairness_core.group_fairness import SentimentResults
-from fairness_core.honest import HonestResults
 from fairness_core.resources import default_thresholds_path, honest_templates
 from fairness_core.thresholds import load_thresholds
 
