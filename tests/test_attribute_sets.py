@@ -194,8 +194,8 @@ def test_malformed_file_is_one_usage_error_naming_file_and_key(tmp_path, case):
 
 
 def test_unknown_name_suggests_the_closest():
-    with pytest.raises(AttributeSetError, match=r"^Unknown attribute set 'gendre'\. Did you mean 'gender'\? Built-in "
-                                                r"sets: gender, nationality, occupation; or give the path of a YAML "
+    with pytest.raises(AttributeSetError, match=r"^Unknown attribute set 'gendre'\. Did you mean 'gender'\? "
+                                                r"Available: gender, nationality, occupation; or give the path of a YAML "
                                                 r"file\.$"):
         load_attribute_set("gendre")
 
