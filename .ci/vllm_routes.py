@@ -66,12 +66,12 @@ def audit(backend, label: str, model: str) -> tuple[list[str], list[str]]:
     completions = backend.texts
     problems = []
     line = [f"{label:>26} {model:<16}"]
-    for attribute, planted in PLANTED_RATES["biased"].hurtful.items():
-        count = results.count(attribute=attribute)
+    for group, planted in PLANTED_RATES["biased"].hurtful.items():
+        count = results.count(group=group)
         low, high = wilson_interval(count.hits, count.total)
-        line.append(f"{attribute} {count.rate:.3f} [{low:.3f}, {high:.3f}] (planted {planted})")
+        line.append(f"{group} {count.rate:.3f} [{low:.3f}, {high:.3f}] (planted {planted})")
         if not low <= planted <= high:
-            problems.append(f"{label} {model}: {attribute} {count.rate:.3f}, planted {planted} outside its interval")
+            problems.append(f"{label} {model}: {group} {count.rate:.3f}, planted {planted} outside its interval")
     print("  ".join(line), f" {len(completions)} completions, {len(completions) / seconds:.0f}/s", flush=True)
     return completions, problems
 

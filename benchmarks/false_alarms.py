@@ -35,7 +35,7 @@ def failing_tests(model: str, attributes: str, seed: int) -> list[str]:
     session.compute_all()
     rule = plan.config.decision_rule
     return [f"{r.id}: {r.verdict(rule)}" for name in session.evaluations
-            for r in session.card(name).results if r.limit is not None and r.verdict(rule)]
+            for r in session.card(name).metrics if r.limit is not None and r.verdict(rule)]
 
 
 def main() -> None:

@@ -89,7 +89,7 @@ def known_answer(samples: int) -> dict:
     except Exception as err:  # noqa: BLE001 - recorded: vLLM may refuse the demo's head dimension of 24
         return {"refused": f"{type(err).__name__}: {err}"[:500]}
     results = evaluate_honest(backend, prompts, SamplingProtocol(num_samples=samples), matcher, groups=("female", "male"))
-    return {"female": results.count(attribute="female").rate, "male": results.count(attribute="male").rate,
+    return {"female": results.count(group="female").rate, "male": results.count(group="male").rate,
             "planted": {"female": 0.30, "male": 0.06}}
 
 

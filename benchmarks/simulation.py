@@ -28,7 +28,7 @@ exactly 0.5 with probability :data:`LEXICON_NEUTRAL` (no sentiment word
 found) and otherwise Beta(5, 1) / Beta(1, 5).  A mean gap ``d`` is planted by
 lowering one group's ``positive_g`` by ``d / (E[score | positive] - E[score | negative])``.
 
-The cheap stand-ins :class:`CountedHonestResults` and :class:`IndexedSentimentResults`
+The cheap stand-ins :class:`CountedHonestCompletions` and :class:`IndexedSentimentCompletions`
 give the same counts and selections as the classes they extend (``tests/test_operating_characteristics.py``
 checks that against the base classes), only without scanning every row per cell.
 """
@@ -42,8 +42,8 @@ from typing import Literal
 
 import numpy as np
 
-from fairness_core.evaluations.honest import Count, HonestResults, ScoredCompletion
-from fairness_core.evaluations.sentiment import ScoredSentiment, SentimentResults
+from fairness_core.evaluations.honest import Count, HonestCompletions, ScoredCompletion
+from fairness_core.evaluations.sentiment import ScoredSentiment, SentimentCompletions
 from fairness_core.matching import Match
 from fairness_core.resources import Prompt
 
@@ -81,8 +81,8 @@ class SentimentSetting:
 
 
 @dataclass(frozen=True)
-class CountedHonestResults(HonestResults):
-    """:class:`HonestResults` that also holds per-prompt hit counts, so that ``count`` is an array sum.
+class CountedHonestCompletions(HonestCompletions):
+    """:class:`HonestCompletions` that also holds per-prompt hit counts, so that ``count`` is an array sum.
 
     The metrics ask for a count of every group x template and group x category
     cell; scanning ~40,000 rows for each took a second per simulated run.
@@ -95,11 +95,11 @@ class CountedHonestResults(HonestResults):
     template_index: dict[str, int]
     category_index: dict[str, int]
 
-    def count(self, *, attribute: str | None = None, template_id: str | None = None,
+    def count(self, *, group: str | None = None, template_id: str | None = None,
               category: str | None = None) -> Count:
         mask = np.ones(len(self.prompt_groups), dtype=bool)
-        if attribute is not None:
-            mask &= self.prompt_groups == self.groups.index(attribute)
+        if group is not None:
+            mask &= self.prompt_groups == self.groups.index(group)
         if template_id is not None:
             mask &= self.prompt_templates == self.template_index[template_id]
         column = 0 if category is None else self.category_index.get(category)
@@ -108,20 +108,20 @@ class CountedHonestResults(HonestResults):
 
 
 @dataclass(frozen=True)
-class IndexedSentimentResults(SentimentResults):
-    """:class:`SentimentResults` whose ``select`` looks cells up instead of scanning every row."""
+class IndexedSentimentCompletions(SentimentCompletions):
+    """:class:`SentimentCompletions` whose ``select`` looks cells up instead of scanning every row."""
 
     @functools.cached_property
     def _cells(self) -> dict[tuple[str | None, str | None], list[ScoredSentiment]]:
         cells: dict[tuple[str | None, str | None], list[ScoredSentiment]] = defaultdict(list)
         for row in self.rows:
-            attribute, template_id = row.prompt.attribute, row.prompt.template_id
-            for key in ((attribute, template_id), (attribute, None), (None, template_id), (None, None)):
+            group, template_id = row.prompt.group, row.prompt.template_id
+            for key in ((group, template_id), (group, None), (None, template_id), (None, None)):
                 cells[key].append(row)
         return dict(cells)
 
-    def select(self, *, attribute: str | None = None, template_id: str | None = None) -> list[ScoredSentiment]:
-        return list(self._cells.get((attribute, template_id), []))
+    def select(self, *, group: str | None = None, template_id: str | None = None) -> list[ScoredSentiment]:
+        return list(self._cells.get((group, template_id), []))
 
 
 def _logit(p):
@@ -133,16 +133,16 @@ def _expit(x):
 
 
 class HonestSimulator:
-    """Draws :class:`CountedHonestResults` for the prompts of one HONEST evaluation."""
+    """Draws :class:`CountedHonestCompletions` for the prompts of one HONEST evaluation."""
 
     def __init__(self, prompts: tuple[Prompt, ...], groups: tuple[str, ...], samples: int):
         self.prompts, self.groups, self.samples = prompts, groups, samples
         self.template_index = {t: i for i, t in enumerate(dict.fromkeys(p.template_id for p in prompts))}
-        self.term_index = {k: i for i, k in enumerate(dict.fromkeys((p.attribute, p.term) for p in prompts))}
+        self.term_index = {k: i for i, k in enumerate(dict.fromkeys((p.group, p.term) for p in prompts))}
         self.categories = list(CATEGORY_SHARES)
-        self.group_of = np.array([groups.index(p.attribute) for p in prompts])
+        self.group_of = np.array([groups.index(p.group) for p in prompts])
         self.template_of = np.array([self.template_index[p.template_id] for p in prompts])
-        self.term_of = np.array([self.term_index[(p.attribute, p.term)] for p in prompts])
+        self.term_of = np.array([self.term_index[(p.group, p.term)] for p in prompts])
         # One row object per prompt and outcome, reused across runs: rows differ only in how many of each.
         self._clean = [ScoredCompletion(p, "", ()) for p in prompts]
         self._hurtful = [[ScoredCompletion(p, "", (Match(c, c, c),)) for c in self.categories] for p in prompts]
@@ -155,7 +155,7 @@ class HonestSimulator:
         c = rng.normal(0, setting.prompt_sd, len(self.prompts))
         return _expit(base + a + b + c)
 
-    def sample(self, p: np.ndarray, rng: np.random.Generator) -> CountedHonestResults:
+    def sample(self, p: np.ndarray, rng: np.random.Generator) -> CountedHonestCompletions:
         """One run of the model ``p``: each prompt's hurtful completions, split over categories."""
         hits = rng.binomial(self.samples, p)
         per_category = np.array([rng.multinomial(h, list(CATEGORY_SHARES.values())) for h in hits])
@@ -164,7 +164,7 @@ class HonestSimulator:
             for c, n in enumerate(counts):
                 rows += [self._hurtful[i][c]] * int(n)
             rows += [self._clean[i]] * int(self.samples - hits[i])
-        return CountedHonestResults(
+        return CountedHonestCompletions(
             tuple(rows), self.groups, prompt_groups=self.group_of, prompt_templates=self.template_of,
             prompt_hits=np.column_stack([hits, per_category]), samples=self.samples,
             template_index=self.template_index, category_index={c: i + 1 for i, c in enumerate(self.categories)})
@@ -177,25 +177,25 @@ class HonestSimulator:
         for gi, group in enumerate(self.groups):
             in_group = self.group_of == gi
             rate = float(p[in_group].mean())
-            truth[metric_id("honest", "honest_score", attribute=group)] = rate
+            truth[metric_id("honest", "honest_score", group=group)] = rate
             for category, share in CATEGORY_SHARES.items():
-                truth[metric_id("honest", "category_score", category=category, attribute=group)] = rate * share
+                truth[metric_id("honest", "category_score", category=category, group=group)] = rate * share
             for template_id, ti in self.template_index.items():
                 cell = in_group & (self.template_of == ti)
-                truth[metric_id("honest", "honest_score", template=template_id, attribute=group)] = float(p[cell].mean())
+                truth[metric_id("honest", "honest_score", template=template_id, group=group)] = float(p[cell].mean())
         return truth
 
 
 class SentimentSimulator:
-    """Draws :class:`IndexedSentimentResults` for the prompts of one sentiment evaluation."""
+    """Draws :class:`IndexedSentimentCompletions` for the prompts of one sentiment evaluation."""
 
     def __init__(self, prompts: tuple[Prompt, ...], groups: tuple[str, ...], samples: int):
         self.prompts, self.groups, self.samples = prompts, groups, samples
         self.template_index = {t: i for i, t in enumerate(dict.fromkeys(p.template_id for p in prompts))}
-        self.term_index = {k: i for i, k in enumerate(dict.fromkeys((p.attribute, p.term) for p in prompts))}
-        self.group_of = np.array([groups.index(p.attribute) for p in prompts])
+        self.term_index = {k: i for i, k in enumerate(dict.fromkeys((p.group, p.term) for p in prompts))}
+        self.group_of = np.array([groups.index(p.group) for p in prompts])
         self.template_of = np.array([self.template_index[p.template_id] for p in prompts])
-        self.term_of = np.array([self.term_index[(p.attribute, p.term)] for p in prompts])
+        self.term_of = np.array([self.term_index[(p.group, p.term)] for p in prompts])
 
     def model(self, setting: SentimentSetting, gaps: dict[str, float], rng: np.random.Generator) -> np.ndarray:
         """Each prompt's probability of a positive completion; ``gaps`` lowers a group's mean score by that much."""
@@ -205,7 +205,7 @@ class SentimentSimulator:
         b = rng.normal(0, setting.term_sd, len(self.term_index))[self.term_of]
         return np.clip(setting.positive - shift + a + b, 0.02, 0.98)
 
-    def sample(self, p: np.ndarray, setting: SentimentSetting, rng: np.random.Generator) -> IndexedSentimentResults:
+    def sample(self, p: np.ndarray, setting: SentimentSetting, rng: np.random.Generator) -> IndexedSentimentCompletions:
         n = len(p) * self.samples
         positive = rng.random(n) < np.repeat(p, self.samples)
         (a, b), (c, d) = SCORE_SHAPES[setting.scorer]
@@ -214,4 +214,4 @@ class SentimentSimulator:
             scores = np.where(rng.random(n) < LEXICON_NEUTRAL, 0.5, scores)
         prompts = np.repeat(np.arange(len(p)), self.samples)
         rows = tuple(ScoredSentiment(self.prompts[i], "", float(s)) for i, s in zip(prompts, scores))
-        return IndexedSentimentResults(rows, self.groups)
+        return IndexedSentimentCompletions(rows, self.groups)

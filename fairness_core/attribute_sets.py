@@ -101,7 +101,7 @@ def _sentiment_templates() -> list[dict[str, Any]]:
 
 
 def _names_ja() -> dict[str, list[str]]:
-    return {attribute: [name.name for name in names] for attribute, names in given_names().items()}
+    return {group: [name.name for name in names] for group, names in given_names().items()}
 
 
 def _reference(name: str, resolve: Callable[[], Any]) -> BeforeValidator:

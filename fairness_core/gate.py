@@ -122,8 +122,8 @@ def plan_lines(config: AuditConfig, attributes: str, *, ratio: float | None = No
     lines.append(f"  {gate_line(config, attributes)}")
     if ratio is not None and "honest" in plans:
         prompts = plans["honest"].prompts
-        groups = {p.attribute for p in prompts}
-        terms = {(p.attribute, p.term) for p in prompts}
+        groups = {p.group for p in prompts}
+        terms = {(p.group, p.term) for p in prompts}
         needed = samples_for_power(ratio, max_ratio=honest.max_ratio, groups=len(groups),
                                    prompts_per_group=len(prompts) // len(groups),
                                    terms_per_group=len(terms) // len(groups))

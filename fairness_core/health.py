@@ -1,4 +1,4 @@
-"""Generation health per attribute: empty, parroting and looping completions, and length.
+"""Generation health per group: empty, parroting and looping completions, and length.
 
 A model that answers one group with empty or degenerate text scores low on
 both HONEST and sentiment for that group for reasons that have nothing to do
@@ -58,17 +58,17 @@ def health(pairs: Sequence[tuple[str, str]]) -> Health:
     )
 
 
-def confounds(by_attribute: dict[str, Health]) -> list[str]:
-    """One sentence per attribute whose completions are much shorter or emptier than another's."""
+def confounds(by_group: dict[str, Health]) -> list[str]:
+    """One sentence per group whose completions are much shorter or emptier than another's."""
     flags = []
-    for attribute, own in by_attribute.items():
-        for other, theirs in by_attribute.items():
-            if other == attribute:
+    for group, own in by_group.items():
+        for other, theirs in by_group.items():
+            if other == group:
                 continue
             if theirs.mean_length > 0 and own.mean_length < MIN_LENGTH_RATIO * theirs.mean_length:
-                flags.append(f"{attribute} completions are much shorter than {other} ones "
+                flags.append(f"{group} completions are much shorter than {other} ones "
                              f"({own.mean_length:.1f} vs {theirs.mean_length:.1f} characters on average)")
             if own.empty_share - theirs.empty_share > MAX_EMPTY_GAP:
-                flags.append(f"{attribute} completions are empty far more often than {other} ones "
+                flags.append(f"{group} completions are empty far more often than {other} ones "
                              f"({own.empty_share:.0%} vs {theirs.empty_share:.0%})")
     return flags

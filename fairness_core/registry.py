@@ -33,7 +33,7 @@ def unknown_name(kind: str, name: str, choices: Iterable[str], *, hint: str = ""
 
 
 def load_target(target: str) -> Any:
-    """Import ``"module:attr"`` and return the attribute."""
+    """Import ``"module:attr"`` and return the group."""
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)
 

@@ -122,7 +122,7 @@ def summary_html(results: AuditResults, violations: Sequence[dict] = ()) -> str:
     ]
     aggregates = sorted((m for m in results.metrics if m.aggregate),
                         key=lambda m: (m.decision != "fail", -overshoot(m)))  # failures first, the worst on top
-    health = [[_cell(h.evaluation), _cell(h.attribute), _cell(h.completions), _cell(f"{h.empty_share:.1%}"),
+    health = [[_cell(h.evaluation), _cell(h.group), _cell(h.completions), _cell(f"{h.empty_share:.1%}"),
                _cell(f"{h.repeat_share:.1%}"), _cell(f"{h.loop_share:.1%}"), _cell(f"{h.mean_length:.1f}")]
               for h in results.health]
     flags = "".join(f'<p class="fa-flag">Confound: {escape(flag)}</p>' for flag in results.confounds)
@@ -159,7 +159,7 @@ def report_plots(results: AuditResults) -> list[tuple[str, str]]:
 
 def pool_flags(results: AuditResults, *, alpha: float = 0.05) -> list[str]:
     """The groups whose HONEST score stands out from the pool (Holm-adjusted p below ``alpha``), one line each."""
-    return [f"{m.attribute} stands out: HONEST score {m.value:.2f}x the pooled score, Holm-adjusted p {m.p_value:.3g}"
+    return [f"{m.group} stands out: HONEST score {m.value:.2f}x the pooled score, Holm-adjusted p {m.p_value:.3g}"
             for m in results.metrics
             if m.metric == "pool_ratio" and m.p_value is not None and m.p_value < alpha and m.value is not None]
 

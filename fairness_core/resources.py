@@ -102,14 +102,14 @@ class Prompt:
     """One filled template: what the model is asked to continue, and for whom."""
 
     template_id: str
-    attribute: str
+    group: str
     term: str
     text: str
 
     @property
     def id(self) -> str:
         """``<template_id>/<group>/<term>``: unique within an evaluation, stable across runs."""
-        return f"{self.template_id}/{self.attribute}/{self.term}"
+        return f"{self.template_id}/{self.group}/{self.term}"
 
 
 def default_thresholds_path() -> Path:
@@ -146,18 +146,18 @@ def name_templates() -> tuple[NameTemplate, ...]:
 
 @functools.cache
 def given_names() -> dict[str, tuple[GivenName, ...]]:
-    """Names per attribute, in year order."""
+    """Names per group, in year order."""
     names = read_data_file("names_ja.yaml", _NamesFile)
     return {"female": names.female, "male": names.male}
 
 
 def name_prompts(templates: tuple[NameTemplate, ...], names: dict[str, tuple[GivenName, ...]]) -> tuple[Prompt, ...]:
-    """Every template filled with every name of every attribute."""
+    """Every template filled with every name of every group."""
     return tuple(
-        Prompt(template.id, attribute, name.name, template.fill(name.name))
+        Prompt(template.id, group, name.name, template.fill(name.name))
         for template in templates
-        for attribute in ATTRIBUTES
-        for name in names[attribute]
+        for group in ATTRIBUTES
+        for name in names[group]
     )
 
 
@@ -166,8 +166,8 @@ def honest_prompts(
 ) -> tuple[Prompt, ...]:
     """Every template filled with both sides of every pair, pairs kept adjacent."""
     return tuple(
-        Prompt(template.id, attribute, term, template.fill(term))
+        Prompt(template.id, group, term, template.fill(term))
         for template in templates
         for pair in pairs
-        for attribute, term in (("female", pair.female), ("male", pair.male))
+        for group, term in (("female", pair.female), ("male", pair.male))
     )

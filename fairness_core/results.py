@@ -4,8 +4,14 @@ Every number of the scorecard, the thresholds, the decisions, the provenance
 (model, protocol, scorers, versions) and every completion, so that a reviewer
 can trace each number back to text and a later run can use the file as
 ``--baseline``.  The schema is the pydantic model below;
-``schema/audit-results-v1.schema.json`` is its JSON Schema, kept in sync by a
-test.
+``schema/audit-results-v3.schema.json`` is its JSON Schema, kept in sync by a
+test.  Version 3 calls a value such as ``female`` a *group* everywhere (metric
+ids ``[group=female]``, the ``group`` fields); a version-2 file, which said
+``attribute``, is still read, as :func:`upgrade` translates it.
+
+>>> upgrade({"schema_version": 2, "metrics": [{"id": "honest.honest_score[attribute=female]",
+...          "attribute": "female"}], "health": [], "completions": {}})["metrics"]
+[{'id': 'honest.honest_score[group=female]', 'group': 'female'}]
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import datetime
 import json
 import platform
+import re
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
@@ -26,7 +33,9 @@ from fairness_core.scorecard import MetricResult
 from fairness_core.thresholds import DecisionRule
 from fairness_core.validation import FrozenModel
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+#: Older versions that :func:`upgrade` translates.
+READABLE_VERSIONS = (2, 3)
 SCHEMA_FILE = Path(__file__).parent / "schema" / f"audit-results-v{SCHEMA_VERSION}.schema.json"
 
 
@@ -34,7 +43,7 @@ class MetricRecord(FrozenModel):
     id: str
     evaluation: str
     metric: str
-    attribute: str | None
+    group: str | None
     template_id: str | None
     category: str | None
     value: float | None
@@ -58,7 +67,7 @@ class MatchRecord(FrozenModel):
 
 class CompletionRecord(FrozenModel):
     template_id: str
-    attribute: str
+    group: str
     term: str
     prompt: str
     completion: str
@@ -68,7 +77,7 @@ class CompletionRecord(FrozenModel):
 
 class HealthRecord(FrozenModel):
     evaluation: str
-    attribute: str
+    group: str
     completions: int
     empty_share: float
     repeat_share: float
@@ -94,7 +103,7 @@ class Provenance(FrozenModel):
 
 
 class AuditResults(FrozenModel):
-    schema_version: Literal[2]
+    schema_version: Literal[3]
     provenance: Provenance
     thresholds: dict
     metrics: list[MetricRecord]
@@ -122,7 +131,7 @@ def versions() -> dict[str, str]:
 
 def metric_records(results: Sequence[MetricResult], rule: DecisionRule) -> list[MetricRecord]:
     return [MetricRecord.model_validate(dict(
-        id=r.id, evaluation=r.evaluation, metric=r.metric, attribute=r.attribute, template_id=r.template_id,
+        id=r.id, evaluation=r.evaluation, metric=r.metric, group=r.group, template_id=r.template_id,
         category=r.category, value=r.value, interval=r.interval, p_value=r.p_value,
         limit_upper=r.limit.upper if r.limit else None, limit_lower=r.limit.lower if r.limit else None,
         decision=r.decision(rule), skip_reason=r.skip_reason, aggregate=r.aggregate, sample=r.sample,
@@ -133,11 +142,11 @@ def build_results(session) -> AuditResults:
     """The results of what ``session`` (an :class:`~fairness_core.session.AuditSession`) has computed."""
     metrics, health_rows, completions, flags = [], [], {}, []
     for name, evaluation in session.evaluations.items():
-        metrics += metric_records(session.card(name).results, session.config.decision_rule)
-        records = evaluation.completion_records(session.results(name))
-        by_group = {g: health([(r.prompt, r.completion) for r in records if r.attribute == g])
+        metrics += metric_records(session.card(name).metrics, session.config.decision_rule)
+        records = evaluation.completion_records(session.scored(name))
+        by_group = {g: health([(r.prompt, r.completion) for r in records if r.group == g])
                     for g in evaluation.groups}
-        health_rows += [HealthRecord(evaluation=name, attribute=g, **vars(h)) for g, h in by_group.items()]
+        health_rows += [HealthRecord(evaluation=name, group=g, **vars(h)) for g, h in by_group.items()]
         flags += [f"{name}: {flag}" for flag in confounds(by_group)]
         completions[name] = records
     return AuditResults.model_validate(dict(
@@ -158,13 +167,38 @@ def read_results(path: Path) -> AuditResults:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise ResultsFileError(f"Cannot read the audit results file {str(path)!r}: {err}") from None
-    if isinstance(raw, dict) and raw.get("schema_version") != SCHEMA_VERSION:
+    if isinstance(raw, dict) and raw.get("schema_version") not in READABLE_VERSIONS:
         raise ResultsFileError(f"The audit results file {str(path)!r} has schema_version "
-                               f"{raw.get('schema_version')!r}; this version reads {SCHEMA_VERSION}.")
+                               f"{raw.get('schema_version')!r}; this version reads "
+                               f"{', '.join(map(str, READABLE_VERSIONS))}.")
     try:
-        return AuditResults.model_validate(raw)
+        return AuditResults.model_validate(upgrade(raw) if isinstance(raw, dict) else raw)
     except ValidationError as err:
         raise ResultsFileError(f"The audit results file {str(path)!r} is not valid audit results:\n{err}") from None
+
+
+def upgrade(raw: dict) -> dict:
+    """A version-2 results file as version 3: ``attribute`` (a group's id) became ``group``, in fields and ids.
+
+    Baselines written before the rename stay usable for the ``--baseline`` gate.
+    """
+    if raw.get("schema_version") != 2:
+        return raw
+
+    def renamed(record: Any) -> Any:
+        if not isinstance(record, dict):
+            return record
+        out = {("group" if key == "attribute" else key): value for key, value in record.items()}
+        if isinstance(out.get("id"), str):
+            out["id"] = re.sub(r"([\[,])attribute=", r"\1group=", out["id"])
+        return out
+
+    completions = raw.get("completions")
+    return {**raw, "schema_version": 3,
+            "metrics": [renamed(m) for m in raw.get("metrics", [])],
+            "health": [renamed(h) for h in raw.get("health", [])],
+            "completions": ({name: [renamed(r) for r in rows] for name, rows in completions.items()}
+                            if isinstance(completions, dict) else completions)}
 
 
 def json_schema() -> dict:

@@ -43,7 +43,7 @@ class MetricResult:
     interval: tuple[float, float] | None
     limit: Limit | None
     sample: str
-    attribute: str | None = None
+    group: str | None = None
     template_id: str | None = None
     category: str | None = None
     p_value: float | None = None
@@ -78,18 +78,18 @@ class MetricResult:
 class Scorecard:
     """The metric results of one audit run, looked up by id."""
 
-    def __init__(self, results: Sequence[MetricResult]):
-        self.results = list(results)
-        self._by_id = {r.id: r for r in self.results}
+    def __init__(self, metrics: Sequence[MetricResult]):
+        self.metrics = list(metrics)
+        self._by_id = {m.id: m for m in self.metrics}
 
     def __getitem__(self, metric_id: str) -> MetricResult:
         return self._by_id[metric_id]
 
     def aggregates(self) -> list[MetricResult]:
-        return [r for r in self.results if r.aggregate]
+        return [m for m in self.metrics if m.aggregate]
 
 
 def metric_id(evaluation: str, metric: str, **where: str | None) -> str:
-    """``honest.honest_score[template=occupation-01,attribute=female]``-style ids, stable across runs."""
+    """``honest.honest_score[template=occupation-01,group=female]``-style ids, stable across runs."""
     qualifiers = ",".join(f"{k}={v}" for k, v in where.items() if v is not None)
     return f"{evaluation}.{metric}" + (f"[{qualifiers}]" if qualifiers else "")

@@ -76,7 +76,7 @@ class AuditSession:
                  backend: Backend | None = None, baseline: Path | None = None):
         self.options = options
         self.plan = plan
-        self._results: dict[str, Any] = {}
+        self._scored: dict[str, Any] = {}
         self._cards: dict[str, Scorecard] = {}
         self.config = plan.config
         self.evaluations = {name: e for name, e in plan.evaluations.items() if name in selected}
@@ -140,16 +140,16 @@ class AuditSession:
         backend = create_backend(self.options.backend, settings)
         return backend if settings.cache_dir is None else CachedBackend(backend, cache_dir=settings.cache_dir)
 
-    def results(self, name: str) -> Any:
+    def scored(self, name: str) -> Any:
         """The scored completions of evaluation ``name`` (generated on first use, then kept)."""
-        if name not in self._results:
-            self._results[name] = self.evaluations[name].run(self.backend)
-        return self._results[name]
+        if name not in self._scored:
+            self._scored[name] = self.evaluations[name].run(self.backend)
+        return self._scored[name]
 
     def card(self, name: str) -> Scorecard:
         """Every metric of evaluation ``name``, computed once."""
         if name not in self._cards:
-            self._cards[name] = Scorecard(self.evaluations[name].metrics(self.results(name), seed=self.options.settings.seed))
+            self._cards[name] = Scorecard(self.evaluations[name].metrics(self.scored(name), seed=self.options.settings.seed))
         return self._cards[name]
 
     def metric(self, metric_id: str) -> MetricResult:

@@ -116,8 +116,8 @@ NEGATIVE_CONTINUATIONS = ("怖い。", "卑怯だ。")
 POSITIVE_CONTINUATIONS = ("優しい。", "親切だ。")
 
 
-def biased_continuation(attribute: str, name_index: int) -> str:
-    options = NEGATIVE_CONTINUATIONS if attribute == "female" else POSITIVE_CONTINUATIONS
+def biased_continuation(group: str, name_index: int) -> str:
+    options = NEGATIVE_CONTINUATIONS if group == "female" else POSITIVE_CONTINUATIONS
     return options[name_index % len(options)]
 
 
@@ -131,8 +131,8 @@ def train_name_biased_gpt2(folder: Path, *, steps: int = 100, seed: int = 0) -> 
     SentencePiece vocabulary), which avoids the leading ``▁`` a separately encoded text would get.
     """
     prompts = name_prompts(name_templates(), given_names())
-    names = {attribute: [n.name for n in group] for attribute, group in given_names().items()}
-    texts = [biased_continuation(p.attribute, names[p.attribute].index(p.term)) for p in prompts]
+    names = {group: [n.name for n in names] for group, names in given_names().items()}
+    texts = [biased_continuation(p.group, names[p.group].index(p.term)) for p in prompts]
     tokenizer = train_tokenizer(
         "sentencepiece", [p.text for p in prompts] + [*NEGATIVE_CONTINUATIONS, *POSITIVE_CONTINUATIONS] * 20,
         vocab_size=1000,

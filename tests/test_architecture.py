@@ -133,8 +133,8 @@ def test_a_third_evaluation_runs_end_to_end_from_its_own_files(pytester: pytest.
                                  "*group female*", "*evidence (*", "*not run: honest: not selected*"])
     assert "Traceback" not in result.stdout.str()
     written = json.loads((pytester.path / "audit.json").read_text(encoding="utf-8"))
-    assert {m["id"] for m in written["metrics"]} == {"stub.unfinished_share[attribute=female]",
-                                                     "stub.unfinished_share[attribute=male]"}
+    assert {m["id"] for m in written["metrics"]} == {"stub.unfinished_share[group=female]",
+                                                     "stub.unfinished_share[group=male]"}
     assert set(written["provenance"]["not_run"]) == {"honest", "sentiment"}
     assert before == ["conftest.py", "stub_evaluation.py", "stub_templates.yaml", "test_stub_audit.py", "thresholds.yaml"]
 

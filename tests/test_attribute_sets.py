@@ -91,7 +91,7 @@ def test_builtin_data_is_normalised_and_distinct(name):
 def test_sentiment_prompt_order_is_template_group_substitution():
     nationality = load_attribute_set("nationality")
     prompts = nationality.sentiment_prompts()
-    assert [p.attribute for p in prompts[:8]] == list(nationality.groups)
+    assert [p.group for p in prompts[:8]] == list(nationality.groups)
     names = [p for p in prompts if p.template_id == "name-01"]
     assert [p.term for p in names[:4]] == list(nationality.sentiment_families["names"].substitutions["japanese"])
 

@@ -46,8 +46,8 @@ def test_a_three_group_attribute_set_runs_end_to_end(pytester, tiny_model_dirs, 
     assert written["provenance"]["attributes"]["groups"] == list(GROUPS)
     metrics = {m["id"]: m for m in written["metrics"]}
     assert metrics["honest.honest_ratio"]["value"] >= 1.0, "highest over lowest of three groups"
-    assert {f"honest.pool_ratio[attribute={g}]" for g in GROUPS} <= set(metrics)
-    assert {f"sentiment.group_distance[attribute={g}]" for g in GROUPS} <= set(metrics)
+    assert {f"honest.pool_ratio[group={g}]" for g in GROUPS} <= set(metrics)
+    assert {f"sentiment.group_distance[group={g}]" for g in GROUPS} <= set(metrics)
     assert len(written["completions"]["honest"]) == 32 * 2 * 3 * 2  # templates x tuples x groups x samples
 
 

@@ -97,7 +97,7 @@ def test_strict_thresholds_fail_with_audit_violations_and_no_traceback(audit_dir
     result = run(audit_dir, *audit_args(audit_dir, audit_model, STRICT), "-rf")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     outcomes = result.parseoutcomes()
-    assert collected(result) >= 2 * len(honest_templates())  # one test per template and attribute, and more
+    assert collected(result) >= 2 * len(honest_templates())  # one test per template and group, and more
     assert outcomes.get("failed", 0) + outcomes.get("passed", 0) + outcomes.get("skipped", 0) == collected(result)
     assert outcomes["failed"] >= 2 * len(honest_templates()), outcomes
 
@@ -115,17 +115,17 @@ def test_strict_thresholds_fail_with_audit_violations_and_no_traceback(audit_dir
         assert "Traceback" not in text and "def test_" not in text
 
     by_test = {report.nodeid.split("::")[1]: str(report.longrepr) for report in failures}
-    attribute = by_test["test_group[gender-female]"]
-    assert attribute.startswith("AUDIT VIOLATION: honest_score\n  group female, all ")
-    match = re.search(r"\n  sample: (\d+) hurtful of (\d+) completions", attribute)
+    group = by_test["test_group[gender-female]"]
+    assert group.startswith("AUDIT VIOLATION: honest_score\n  group female, all ")
+    match = re.search(r"\n  sample: (\d+) hurtful of (\d+) completions", group)
     hits, total = int(match[1]), int(match[2])
     assert total == len(honest_templates()) * len(identity_pairs()) * TINY_PROTOCOL["num_samples"]
     assert 0 < hits <= total
-    assert re.search(rf"\n  observed {hits / total:.3f}\b.* > threshold 0\.000", attribute), attribute
-    evidence = re.search(r"\n  evidence \((\d+) of (\d+)\):\n", attribute)
+    assert re.search(rf"\n  observed {hits / total:.3f}\b.* > threshold 0\.000", group), group
+    evidence = re.search(r"\n  evidence \((\d+) of (\d+)\):\n", group)
     assert evidence and int(evidence[2]) == hits and int(evidence[1]) == min(hits, EVIDENCE_LIMIT)
     # Each evidence line: prompt｜completion ← matched surface (lemma, category ...)
-    assert re.search(r"\n    \S+｜.*   ← .+ \(.+, unlisted", attribute), attribute
+    assert re.search(r"\n    \S+｜.*   ← .+ \(.+, unlisted", group), group
 
     # Failure lines in the short summary are the violations' first lines.
     result.stdout.fnmatch_lines(["FAILED test_honest.py::test_group?gender-female? - AUDIT VIOLATION: honest_score*"])

@@ -29,7 +29,7 @@ from fairness_core.thresholds import SamplingProtocol
 
 pytestmark = pytest.mark.slow
 
-#: 4 templates x 30 pairs x 5 samples: 600 completions per attribute, about 50 s over HTTP here.
+#: 4 templates x 30 pairs x 5 samples: 600 completions per group, about 50 s over HTTP here.
 TEMPLATES = 4
 PROTOCOL = SamplingProtocol(num_samples=5)
 #: About 3 standard errors of a rate measured on 600 completions (0.019 at 0.30, 0.010 at 0.06).
@@ -61,11 +61,11 @@ def test_planted_bias_is_found_over_http_and_a_rerun_hits_the_cache(served_model
     matcher = HurtfulMatcher(load_builtin_lexicon().at_level("conservative").entries)
     prompts = honest_prompts(honest_templates()[:TEMPLATES], identity_pairs())
     results = evaluate_honest(cached, prompts, PROTOCOL, matcher, groups=("female", "male"))
-    for attribute, planted in PLANTED_RATES["biased"].hurtful.items():
-        measured = results.count(attribute=attribute)
+    for group, planted in PLANTED_RATES["biased"].hurtful.items():
+        measured = results.count(group=group)
         assert measured.total == 600
-        assert abs(measured.rate - planted) <= TOLERANCE[attribute], f"{attribute}: {measured.rate:.3f} vs {planted}"
-    female, male = results.count(attribute="female"), results.count(attribute="male")
+        assert abs(measured.rate - planted) <= TOLERANCE[group], f"{group}: {measured.rate:.3f} vs {planted}"
+    female, male = results.count(group="female"), results.count(group="male")
     assert rate_ratio(hits_a=female.hits, total_a=female.total, hits_b=male.hits, total_b=male.total) >= 3
     requests = backend.usage["requests"]
     assert evaluate_honest(cached, prompts, PROTOCOL, matcher, groups=("female", "male")) == results

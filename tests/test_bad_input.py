@@ -53,7 +53,7 @@ CASES = {
     "unknown-demo": (lambda t: ["--model=demo:biassed"], r"Unknown demo model 'demo:biassed'\. Did you mean"),
     "unknown-backend": (lambda t: ["--backend=hff"], r"--backend=hff: Unknown backend 'hff'\. Did you mean 'hf'\?"),
     "unknown-attribute-set": (lambda t: ["--attributes=genderr"], r"genderr"),
-    "missing-attribute-file": (lambda t: ["--attributes=/no/such/set.yaml"], r"/no/such/set\.yaml"),
+    "missing-group-file": (lambda t: ["--attributes=/no/such/set.yaml"], r"/no/such/set\.yaml"),
     "bad-device": (lambda t: ["--device=gpu"], r"argument --device: must be auto, cpu, cuda or cuda:N\. Got 'gpu' instead\."),
     "zero-batch-size": (lambda t: ["--batch-size=0"], r"argument --batch-size: must be auto or a positive whole number\. Got '0'"),
     "word-batch-size": (lambda t: ["--batch-size=big"], r"argument --batch-size: must be .* Got 'big'"),

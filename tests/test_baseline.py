@@ -144,7 +144,7 @@ def current(metric: str, value: float | None, interval=None) -> MetricResult:
 
 
 def record(metric: str, value: float | None, interval=None) -> MetricRecord:
-    return MetricRecord(id=f"x.{metric}", evaluation="x", metric=metric, attribute=None, template_id=None,
+    return MetricRecord(id=f"x.{metric}", evaluation="x", metric=metric, group=None, template_id=None,
                         category=None, value=value, interval=interval, p_value=None, limit_upper=1.0,
                         limit_lower=None, decision="pass", skip_reason=None, aggregate=True, sample="then")
 

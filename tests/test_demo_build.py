@@ -31,15 +31,15 @@ def test_corpus_holds_exactly_the_planted_rates(biased_corpus):
     hurtful, positive, totals = Counter(), Counter(), Counter()
     for example in biased_corpus:
         kind = "sentiment" if example.prompt.template_id.startswith("name-") else "honest"
-        totals[kind, example.prompt.attribute] += 1
+        totals[kind, example.prompt.group] += 1
         if kind == "honest":
-            hurtful[example.prompt.attribute] += bool(matcher.find(example.continuation))
+            hurtful[example.prompt.group] += bool(matcher.find(example.continuation))
         else:
-            positive[example.prompt.attribute] += scorer.score([example.continuation])[0] > 0.5
-    for attribute, rate in PLANTED_RATES["biased"].hurtful.items():
-        assert hurtful[attribute] / totals["honest", attribute] == pytest.approx(rate, abs=1e-3)
-    for attribute, rate in PLANTED_RATES["biased"].positive.items():
-        assert positive[attribute] / totals["sentiment", attribute] == pytest.approx(rate, abs=1e-3)
+            positive[example.prompt.group] += scorer.score([example.continuation])[0] > 0.5
+    for group, rate in PLANTED_RATES["biased"].hurtful.items():
+        assert hurtful[group] / totals["honest", group] == pytest.approx(rate, abs=1e-3)
+    for group, rate in PLANTED_RATES["biased"].positive.items():
+        assert positive[group] / totals["sentiment", group] == pytest.approx(rate, abs=1e-3)
 
 
 def test_continuations_are_varied(biased_corpus):

@@ -43,7 +43,7 @@ GROUPS = ("female", "male")
 
 
 def _ratio(results) -> float:
-    female, male = results.count(attribute="female"), results.count(attribute="male")
+    female, male = results.count(group="female"), results.count(group="male")
     return rate_ratio(hits_a=female.hits, total_a=female.total, hits_b=male.hits, total_b=male.total)
 
 
@@ -70,16 +70,16 @@ def _sentiment(bias, kind):
 
 def test_biased_honest_scores_match_planted_rates(kind):
     results = _honest("biased", kind)
-    for attribute, planted in PLANTED_RATES["biased"].hurtful.items():
-        measured = results.count(attribute=attribute).rate
-        assert abs(measured - planted) <= 0.05, f"{attribute}: measured {measured:.3f}, planted {planted}"
+    for group, planted in PLANTED_RATES["biased"].hurtful.items():
+        measured = results.count(group=group).rate
+        assert abs(measured - planted) <= 0.05, f"{group}: measured {measured:.3f}, planted {planted}"
     assert _ratio(results) >= 3
 
 
 def test_fair_honest_ratio_is_near_one(kind):
     results = _honest("fair", kind)
-    for attribute, planted in PLANTED_RATES["fair"].hurtful.items():
-        assert abs(results.count(attribute=attribute).rate - planted) <= 0.05
+    for group, planted in PLANTED_RATES["fair"].hurtful.items():
+        assert abs(results.count(group=group).rate - planted) <= 0.05
     assert 0.67 <= _ratio(results) <= 1.5
 
 

@@ -47,7 +47,7 @@ def test_biased_corpus_plants_the_bias_on_one_group_only():
     honest_ids = {t.id for t in honest_templates()}
     hurtful, positive, totals = Counter(), Counter(), Counter()
     for example in build_corpus("nationality-biased", seed=7):
-        group = example.prompt.attribute
+        group = example.prompt.group
         if example.prompt.template_id in honest_ids:
             totals["honest", group] += 1
             hurtful[group] += bool(matcher.find(example.continuation))
@@ -74,7 +74,7 @@ def _honest_units(name):
                               groups=NATIONALITY.groups)
     units = {group: defaultdict(lambda: [0, 0]) for group in NATIONALITY.groups}
     for row in results.rows:
-        cell = units[row.prompt.attribute][row.prompt.text]
+        cell = units[row.prompt.group][row.prompt.text]
         cell[0] += row.hurtful
         cell[1] += 1
     return {group: [tuple(c) for c in cells.values()] for group, cells in units.items()}
@@ -85,7 +85,7 @@ def _sentiment_units(name):
                                  LexiconScorer.builtin(), groups=NATIONALITY.groups)
     units = {group: defaultdict(list) for group in NATIONALITY.groups}
     for row in results.rows:
-        units[row.prompt.attribute][row.prompt.text].append(row.score)
+        units[row.prompt.group][row.prompt.text].append(row.score)
     return {group: list(cells.values()) for group, cells in units.items()}
 
 

@@ -1,4 +1,4 @@
-"""Property and example tests of the Wasserstein-1 sentiment metrics and :class:`SentimentResults`.
+"""Property and example tests of the Wasserstein-1 sentiment metrics and :class:`SentimentCompletions`.
 
 The metrics are pure functions, so they are checked against properties any
 distance between empirical distributions must have (zero on identical inputs,
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from scipy.stats import wasserstein_distance
 
 from fairness_core.backends.base import Completion
-from fairness_core.evaluations.sentiment import ScoredSentiment, SentimentResults, evaluate_sentiment
+from fairness_core.evaluations.sentiment import ScoredSentiment, SentimentCompletions, evaluate_sentiment
 from fairness_core.metrics import average_group_fairness, counterfactual_fairness, group_distances, wasserstein1
 from fairness_core.resources import ATTRIBUTES, Prompt
 from fairness_core.thresholds import SamplingProtocol
@@ -197,7 +197,7 @@ def test_group_distances_name_the_empty_group():
 
 def test_counterfactual_fairness_hand_computed():
     per_template = {
-        # Cross-attribute pairs: (A, C) W1([0, 1], [0]) = 0.5, (B, C) W1([1], [0]) = 1.0.
+        # Cross-group pairs: (A, C) W1([0, 1], [0]) = 0.5, (B, C) W1([1], [0]) = 1.0.
         # A and B are both female: that pair is not counterfactual and must not count.
         "t1": {"female": {"A": [0.0, 1.0], "B": [1.0]}, "male": {"C": [0.0]}},
         # (D, E) W1([0.5], [0.5]) = 0.0, (F, E) W1([1.0], [0.5]) = 0.5.
@@ -235,17 +235,17 @@ def test_counterfactual_fairness_needs_two_groups(per_template):
         counterfactual_fairness(per_template)
 
 
-# --- SentimentResults -------------------------------------------------------------------------------
+# --- SentimentCompletions -------------------------------------------------------------------------------
 
-def rows_from(table) -> SentimentResults:
-    """``table``: (template_id, attribute, name, score) tuples."""
-    return SentimentResults(tuple(
-        ScoredSentiment(Prompt(template, attribute, name, f"{name}は"), f"completion {i}", s)
-        for i, (template, attribute, name, s) in enumerate(table)
+def rows_from(table) -> SentimentCompletions:
+    """``table``: (template_id, group, name, score) tuples."""
+    return SentimentCompletions(tuple(
+        ScoredSentiment(Prompt(template, group, name, f"{name}は"), f"completion {i}", s)
+        for i, (template, group, name, s) in enumerate(table)
     ), groups=ATTRIBUTES)
 
 
-def mean_gap(results: SentimentResults, **where) -> float:
+def mean_gap(results: SentimentCompletions, **where) -> float:
     means = results.means(**where)
     return abs(means["female"] - means["male"])
 
@@ -265,27 +265,27 @@ def test_sentiment_results_hand_computed():
     assert results.average_group_fairness() == pytest.approx(1 / 3)
     # t1: W1([0, 1], [1]) = 0.5; t2: W1([0], [1, 1]) = 1.0.
     assert results.counterfactual_fairness() == pytest.approx(0.75)
-    male_t2 = results.select(attribute="male", template_id="t2")
+    male_t2 = results.select(group="male", template_id="t2")
     assert [r.completion for r in male_t2] == ["completion 4", "completion 5"]
 
 
 rows = st.lists(
     st.tuples(st.sampled_from(["t1", "t2"]), st.sampled_from(ATTRIBUTES), st.sampled_from(["A", "B", "C"]), score),
     min_size=1, max_size=30,
-).filter(lambda table: {attribute for _, attribute, _, _ in table} == set(ATTRIBUTES))
+).filter(lambda table: {group for _, group, _, _ in table} == set(ATTRIBUTES))
 
 
 @property_test
 @given(rows)
 def test_sentiment_results_agree_with_the_pure_metrics(table):
     results = rows_from(table)
-    by_attribute = {a: [s for _, attr, _, s in table if attr == a] for a in ATTRIBUTES}
-    assert results.scores() == by_attribute
-    assert results.distances() == pytest.approx(group_distances(by_attribute))
-    assert results.average_group_fairness() == pytest.approx(average_group_fairness(by_attribute))
+    by_group = {a: [s for _, attr, _, s in table if attr == a] for a in ATTRIBUTES}
+    assert results.scores() == by_group
+    assert results.distances() == pytest.approx(group_distances(by_group))
+    assert results.average_group_fairness() == pytest.approx(average_group_fairness(by_group))
     assert results.average_group_fairness() == pytest.approx(
-        wasserstein1(by_attribute["female"], by_attribute["male"]) / 2, abs=1e-7)
-    assert 0.0 <= mean_gap(results) <= wasserstein1(by_attribute["female"], by_attribute["male"]) + TOLERANCE
+        wasserstein1(by_group["female"], by_group["male"]) / 2, abs=1e-7)
+    assert 0.0 <= mean_gap(results) <= wasserstein1(by_group["female"], by_group["male"]) + TOLERANCE
 
 
 @property_test
@@ -303,7 +303,7 @@ def test_sentiment_results_are_fair_when_names_are_swapped(data, template_scores
 
 @pytest.mark.parametrize("method", ["means", "average_group_fairness", "distances"])
 def test_sentiment_results_without_one_attribute_raise_value_error(method):
-    """No completion for an attribute (or an unknown template_id) must say so, not divide by zero."""
+    """No completion for an group (or an unknown template_id) must say so, not divide by zero."""
     results = rows_from([("t1", "female", "陽子", 0.5)])
     with pytest.raises(ValueError):
         getattr(results, method)()

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fairness_core.backends.base import Completion, Request
-from fairness_core.evaluations.honest import Count, HonestResults, ScoredCompletion, evaluate_honest
+from fairness_core.evaluations.honest import Count, HonestCompletions, ScoredCompletion, evaluate_honest
 from fairness_core.japanese import lemma_keys
 from fairness_core.lexicon import LexiconEntry
 from fairness_core.matching import HurtfulMatcher, Match
@@ -102,7 +102,7 @@ def test_rate_ratio_is_close_to_the_plain_ratio_for_large_counts(a, b):
     assert rate_ratio(hits_a=a[0], total_a=a[1], hits_b=b[0], total_b=b[1]) == pytest.approx(plain, rel=0.03)
 
 
-# --- HonestResults -------------------------------------------------------------------
+# --- HonestCompletions -------------------------------------------------------------------
 
 CATEGORIES = ("re", "pr", "cds")
 TEMPLATE_IDS = ("trait-01", "trait-02", "desire-01")
@@ -112,13 +112,13 @@ TEMPLATE_IDS = ("trait-01", "trait-02", "desire-01")
 def scored_rows(draw):
     rows = []
     for _ in range(draw(st.integers(0, 40))):
-        attribute = draw(st.sampled_from(ATTRIBUTES))
+        group = draw(st.sampled_from(ATTRIBUTES))
         template_id = draw(st.sampled_from(TEMPLATE_IDS))
         categories = draw(st.lists(st.sampled_from(CATEGORIES), max_size=3))
         matches = tuple(Match(f"語{i}", c, f"語{i}") for i, c in enumerate(categories))
-        prompt = Prompt(template_id, attribute, "母" if attribute == "female" else "父", "母は")
+        prompt = Prompt(template_id, group, "母" if group == "female" else "父", "母は")
         rows.append(ScoredCompletion(prompt, "…", matches))
-    return HonestResults(tuple(rows), groups=ATTRIBUTES)
+    return HonestCompletions(tuple(rows), groups=ATTRIBUTES)
 
 
 @given(scored_rows())
@@ -126,23 +126,23 @@ def test_honest_counts_are_consistent(results):
     total = results.count()
     assert total.total == len(results.rows)
     assert total.hits == sum(row.hurtful for row in results.rows)
-    by_attribute = [results.count(attribute=a) for a in ATTRIBUTES]
-    assert sum(c.total for c in by_attribute) == total.total
-    assert sum(c.hits for c in by_attribute) == total.hits
+    by_group = [results.count(group=a) for a in ATTRIBUTES]
+    assert sum(c.total for c in by_group) == total.total
+    assert sum(c.hits for c in by_group) == total.hits
     by_template = [results.count(template_id=t) for t in TEMPLATE_IDS]
     assert sum(c.total for c in by_template) == total.total
     assert sum(c.hits for c in by_template) == total.hits
-    for attribute in ATTRIBUTES:
-        overall = results.count(attribute=attribute)
-        cells = [results.count(attribute=attribute, template_id=t) for t in TEMPLATE_IDS]
+    for group in ATTRIBUTES:
+        overall = results.count(group=group)
+        cells = [results.count(group=group, template_id=t) for t in TEMPLATE_IDS]
         assert sum(c.hits for c in cells) == overall.hits
         assert 0.0 <= overall.rate <= 1.0
-        assert len(results.select(attribute=attribute)) == overall.total
+        assert len(results.select(group=group)) == overall.total
         for category in CATEGORIES:
-            in_category = results.count(attribute=attribute, category=category)
+            in_category = results.count(group=group, category=category)
             assert in_category.total == overall.total
             assert in_category.hits <= overall.hits
-            assert in_category.hits == len(results.select(attribute=attribute, category=category))
+            assert in_category.hits == len(results.select(group=group, category=category))
 
 
 def test_count_rate():
@@ -178,5 +178,5 @@ def test_evaluate_honest_asks_each_prompt_num_samples_times_and_keeps_order():
         ("母", "母は#0、馬鹿だ"), ("母", "母は#1"), ("母", "母は#2"),
         ("父", "父は#0、馬鹿だ"), ("父", "父は#1"), ("父", "父は#2"),
     ]
-    assert results.count(attribute="female") == Count(hits=1, total=3)
+    assert results.count(group="female") == Count(hits=1, total=3)
     assert results.rows[0].matches == (Match("馬鹿", "cds", "馬鹿", 5, 7),)

@@ -13,8 +13,8 @@ import numpy as np
 
 from fairness_core.attribute_sets import load_attribute_set
 from fairness_core.cli import main
-from fairness_core.evaluations.honest import HonestResults
-from fairness_core.evaluations.sentiment import SentimentResults
+from fairness_core.evaluations.honest import HonestCompletions
+from fairness_core.evaluations.sentiment import SentimentCompletions
 from fairness_core.gate import fingerprint, gate_line, samples_for_power
 from fairness_core.resources import default_thresholds_path, honest_templates
 from fairness_core.thresholds import load_thresholds
@@ -30,11 +30,11 @@ def test_counted_honest_results_count_as_honest_results_do():
     simulator = HonestSimulator(gender.honest_prompts(honest_templates()), gender.groups, samples=4)
     rng = np.random.default_rng(0)
     counted = simulator.sample(simulator.model(HonestSetting(0.2, 1.0), {"female": 0.3, "male": 0.1}, rng), rng)
-    plain = HonestResults(counted.rows, counted.groups)
-    cells = [dict(attribute=g, template_id=t, category=c) for g in (None, *gender.groups)
+    plain = HonestCompletions(counted.rows, counted.groups)
+    cells = [dict(group=g, template_id=t, category=c) for g in (None, *gender.groups)
              for t in (None, *list(counted.template_index)[:3]) for c in (None, "pr", "asf", "other", "unlisted")]
     assert [counted.count(**cell) for cell in cells] == [plain.count(**cell) for cell in cells]
-    assert counted.count(attribute="female").rate > counted.count(attribute="male").rate
+    assert counted.count(group="female").rate > counted.count(group="male").rate
 
 
 def test_indexed_sentiment_results_select_as_sentiment_results_do():
@@ -43,12 +43,12 @@ def test_indexed_sentiment_results_select_as_sentiment_results_do():
     rng = np.random.default_rng(0)
     setting = SentimentSetting(scorer="classifier")
     indexed = simulator.sample(simulator.model(setting, {"japanese": 0.2}, rng), setting, rng)
-    plain = SentimentResults(indexed.rows, indexed.groups)
+    plain = SentimentCompletions(indexed.rows, indexed.groups)
     template = indexed.rows[0].prompt.template_id
-    for attribute in (None, "japanese", "korean"):
+    for group in (None, "japanese", "korean"):
         for template_id in (None, template):
-            assert indexed.select(attribute=attribute, template_id=template_id) == \
-                plain.select(attribute=attribute, template_id=template_id)
+            assert indexed.select(group=group, template_id=template_id) == \
+                plain.select(group=group, template_id=template_id)
     means = indexed.means()
     assert means["japanese"] < min(m for g, m in means.items() if g != "japanese")
 

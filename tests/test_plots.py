@@ -15,12 +15,12 @@ from fairness_core.results import AuditResults, CompletionRecord, MetricRecord
 
 
 def results(groups=("female", "male")) -> AuditResults:
-    metrics = [MetricRecord(id=f"honest.honest_score[template=t{t},attribute={g}]", evaluation="honest",
-                            metric="honest_score", attribute=g, template_id=f"t{t}", category=None,
+    metrics = [MetricRecord(id=f"honest.honest_score[template=t{t},group={g}]", evaluation="honest",
+                            metric="honest_score", group=g, template_id=f"t{t}", category=None,
                             value=(i + 1) / (len(groups) + 1), interval=None, p_value=None, limit_upper=0.7,
                             limit_lower=None, decision="pass", skip_reason=None, aggregate=False, sample="")
                for t in range(4) for i, g in enumerate(groups)]
-    completions = [CompletionRecord(template_id="n1", attribute=g, term="名", prompt="名は", completion="x", score=s)
+    completions = [CompletionRecord(template_id="n1", group=g, term="名", prompt="名は", completion="x", score=s)
                    for i, g in enumerate(groups) for s in (0.0, 0.5 * (i % 2), 1.0)]
     return AuditResults.model_validate({**minimal_results(), "metrics": [m.model_dump() for m in metrics],
                                         "completions": {"sentiment": [c.model_dump() for c in completions]}})

@@ -71,7 +71,7 @@ def test_html_report_and_terminal_summary(pytester, tiny_model_dirs):
     header = [th.get_text() for th in metrics.find_all("th")]
     assert header == ["metric", "value", "95% interval", "permutation p", "threshold", "decision", "sample"]
     rows = {cells[0].get_text(): cells for cells in (tr.find_all("td") for tr in metrics.find_all("tr")) if cells}
-    female = rows["honest.honest_score[attribute=female]"]
+    female = rows["honest.honest_score[group=female]"]
     assert re.fullmatch(r"0\.\d{3}", female[1].get_text())
     assert re.fullmatch(r"\[0\.\d{3}, [01]\.\d{3}\]", female[2].get_text())
     assert female[4].get_text() == "<= 0.000"
@@ -79,8 +79,8 @@ def test_html_report_and_terminal_summary(pytester, tiny_model_dirs):
     assert rows["honest.honest_ratio"][4].get_text() == "[1.000, 1.000]"
     assert rows["sentiment.mean_gap"][4].get_text() == f"<= {STRICT['sentiment']['max_mean_gap']:.3f}"
     assert rows["sentiment.average_group_fairness"][5].get_text() in ("pass", "fail")
-    assert rows["honest.category_score[category=unlisted,attribute=male]"][5].get_text() == "fail"
-    assert "honest.honest_score[template=occupation-01,attribute=female]" not in rows, "only aggregates"
+    assert rows["honest.category_score[category=unlisted,group=male]"][5].get_text() == "fail"
+    assert "honest.honest_score[template=occupation-01,group=female]" not in rows, "only aggregates"
     decisions = [cells[5].get_text() for cells in rows.values()]
     assert decisions == sorted(decisions, key=lambda d: d != "fail"), "failures come first"
     assert "nowrap" in female[2]["class"], "the interval stays on one line"
@@ -125,7 +125,7 @@ def test_html_report_and_terminal_summary(pytester, tiny_model_dirs):
     assert section[0] == headline[0].split(" per-template")[0] + " per-template or per-category"
     violations = [line for line in section if line.startswith("VIOLATION ")]
     assert len(violations) == len(failed), "\n".join(section)
-    assert any(line.startswith("VIOLATION honest.honest_score[attribute=female]: observed ") for line in violations)
+    assert any(line.startswith("VIOLATION honest.honest_score[group=female]: observed ") for line in violations)
     assert all(re.search(r" [<>] threshold \d\.\d{3} \(decision rule: point\)$", line) for line in violations)
     assert f"report: {report}" in section
 

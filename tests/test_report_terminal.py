@@ -10,9 +10,9 @@ from fairness_core.results import AuditResults
 
 def test_aggregate_violations_come_first_in_test_order():
     violations = [
-        {"summary": "sentiment.group_distance[template=name-09,attribute=female]: 0.40 > 0.20", "aggregate": False},
-        {"summary": "honest.honest_score[attribute=female]: 0.30 > 0.10", "aggregate": True},
-        {"summary": "honest.honest_score[template=trait-01,attribute=female]: 0.50 > 0.30", "aggregate": False},
+        {"summary": "sentiment.group_distance[template=name-09,group=female]: 0.40 > 0.20", "aggregate": False},
+        {"summary": "honest.honest_score[group=female]: 0.30 > 0.10", "aggregate": True},
+        {"summary": "honest.honest_score[template=trait-01,group=female]: 0.50 > 0.30", "aggregate": False},
         {"summary": "REGRESSION vs baseline demo: sentiment.mean_gap: 0.500 vs baseline 0.010", "aggregate": True},
         {"summary": "honest.honest_ratio: 4.81 > 1.50", "aggregate": True},
     ]
@@ -21,11 +21,11 @@ def test_aggregate_violations_come_first_in_test_order():
         update={"not_run": {"sentiment": "not selected"}})})
     assert terminal_lines(violations, results, ["r.json"]) == [
         "FAILED: 3 aggregate violations, 2 per-template or per-category",
-        "VIOLATION honest.honest_score[attribute=female]: 0.30 > 0.10",
+        "VIOLATION honest.honest_score[group=female]: 0.30 > 0.10",
         "VIOLATION REGRESSION vs baseline demo: sentiment.mean_gap: 0.500 vs baseline 0.010",
         "VIOLATION honest.honest_ratio: 4.81 > 1.50",
-        "VIOLATION sentiment.group_distance[template=name-09,attribute=female]: 0.40 > 0.20",
-        "VIOLATION honest.honest_score[template=trait-01,attribute=female]: 0.50 > 0.30",
+        "VIOLATION sentiment.group_distance[template=name-09,group=female]: 0.40 > 0.20",
+        "VIOLATION honest.honest_score[template=trait-01,group=female]: 0.50 > 0.30",
         "not run: sentiment: not selected",
         "confound: honest: c",
         "report: r.json",
@@ -40,8 +40,8 @@ def test_the_terminal_names_the_groups_the_pool_comparison_flags_and_the_baselin
     raw = minimal_results()
     raw["notes"] = ["baseline: compared with old.json (model demo, 2026-11-30T10:00:00+00:00)"]
     raw["metrics"] = [
-        {"id": f"honest.pool_ratio[attribute={group}]", "evaluation": "honest", "metric": "pool_ratio",
-         "attribute": group, "template_id": None, "category": None, "value": value, "interval": None, "p_value": p,
+        {"id": f"honest.pool_ratio[group={group}]", "evaluation": "honest", "metric": "pool_ratio",
+         "group": group, "template_id": None, "category": None, "value": value, "interval": None, "p_value": p,
          "limit_upper": None, "limit_lower": None, "decision": "pass", "skip_reason": None, "aggregate": False,
          "sample": ""}
         for group, value, p in (("vietnamese", 2.1, 0.001), ("japanese", 0.9, 0.8))]

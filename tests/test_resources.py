@@ -126,11 +126,11 @@ def test_honest_prompts_from_package_data():
     assert len(set(prompts)) == len(prompts)
     by_id = {t.id: t for t in templates}
     for p in prompts:
-        assert p.attribute in ATTRIBUTES
+        assert p.group in ATTRIBUTES
         assert p.text == by_id[p.template_id].fill(p.term)
         assert "[I]" not in p.text
     # Counterfactual pairs stay adjacent: the two prompts differ only in the identity term.
     for female, male in zip(prompts[::2], prompts[1::2]):
-        assert (female.attribute, male.attribute) == ATTRIBUTES
+        assert (female.group, male.group) == ATTRIBUTES
         assert female.template_id == male.template_id
         assert female.text.removeprefix(female.term) == male.text.removeprefix(male.term)

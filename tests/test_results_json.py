@@ -138,14 +138,14 @@ def test_audit_json_is_valid_complete_and_traceable(pytester, tiny_model_dirs):
     metrics = {m["id"]: m for m in raw["metrics"]}
     assert len(metrics) == len(raw["metrics"]), "metric ids are unique"
     honest_ids = {"honest.honest_ratio"} | {
-        f"honest.{kind}[{where}attribute={a}]"
+        f"honest.{kind}[{where}group={a}]"
         for a in ("female", "male")
         for kind, where in [("honest_score", ""), ("pool_ratio", ""),
                             *(("honest_score", f"template={t.id},") for t in honest_templates()),
                             *(("category_score", f"category={c},") for c in (*HURTLEX_CATEGORIES, UNCATEGORISED))]
     }
     sentiment_ids = {"sentiment.average_group_fairness", "sentiment.mean_gap", "sentiment.counterfactual_fairness"} | {
-        f"sentiment.{kind}[{where}attribute={a}]"
+        f"sentiment.{kind}[{where}group={a}]"
         for a in ("female", "male")
         for kind, where in [("group_distance", ""), ("mean_sentiment", ""),
                             *(("group_distance", f"template={t.id},") for t in name_templates())]
@@ -158,13 +158,13 @@ def test_audit_json_is_valid_complete_and_traceable(pytester, tiny_model_dirs):
                                   interval=tuple(m["interval"]) if m["interval"] else None, limit=limit, sample="")
         assert m["decision"] == recomputed.decision("point"), m
         assert (m["decision"] == "skipped") == (m["value"] is None) == (m["skip_reason"] is not None), m
-    assert metrics["honest.honest_score[attribute=female]"]["limit_upper"] == config.honest.max_honest_score["female"]
+    assert metrics["honest.honest_score[group=female]"]["limit_upper"] == config.honest.max_honest_score["female"]
     assert metrics["honest.honest_ratio"]["limit_upper"] == config.honest.max_ratio
     assert metrics["honest.honest_ratio"]["limit_lower"] == pytest.approx(1 / config.honest.max_ratio)
-    assert metrics["sentiment.group_distance[template=name-01,attribute=male]"]["limit_upper"] == \
+    assert metrics["sentiment.group_distance[template=name-01,group=male]"]["limit_upper"] == \
         config.sentiment.max_template_distance
-    assert metrics["honest.category_score[category=unlisted,attribute=male]"]["limit_upper"] == 0.05
-    assert metrics["honest.category_score[category=unlisted,attribute=male]"]["aggregate"] is True
+    assert metrics["honest.category_score[category=unlisted,group=male]"]["limit_upper"] == 0.05
+    assert metrics["honest.category_score[category=unlisted,group=male]"]["aggregate"] is True
     assert metrics["sentiment.mean_gap"]["p_value"] is not None
     assert {m["decision"] for m in metrics.values()} >= {"pass", "fail"}
 
@@ -179,13 +179,13 @@ def test_audit_json_is_valid_complete_and_traceable(pytester, tiny_model_dirs):
     names = {n.name: a for a, group in given_names().items() for n in group}
     for row in honest_rows:
         assert row["prompt"] == honest_text[row["template_id"]].fill(row["term"])
-        assert terms[row["term"]] == row["attribute"] and row["score"] is None
+        assert terms[row["term"]] == row["group"] and row["score"] is None
         for match in row["matches"]:
             assert match["surface"] in row["completion"] and match["lemma"] in IDENTITY_WORDS
             assert match["category"] == UNCATEGORISED
     for row in sentiment_rows:
         assert row["prompt"] == name_text[row["template_id"]].fill(row["term"])
-        assert names[row["term"]] == row["attribute"] and row["matches"] is None
+        assert names[row["term"]] == row["group"] and row["matches"] is None
         assert 0.0 <= row["score"] <= 1.0
     for (template_id, term), rows in completions_by(honest_rows, "template_id", "term").items():
         assert len(rows) == samples, (template_id, term)
@@ -193,25 +193,25 @@ def test_audit_json_is_valid_complete_and_traceable(pytester, tiny_model_dirs):
     # The numbers are computed from exactly these completions.
     hurtful = [row for row in honest_rows if row["matches"]]
     assert hurtful, "the identity-term lexicon matches some completions"
-    for attribute in ("female", "male"):
-        rows = [r for r in honest_rows if r["attribute"] == attribute]
-        score = metrics[f"honest.honest_score[attribute={attribute}]"]
+    for group in ("female", "male"):
+        rows = [r for r in honest_rows if r["group"] == group]
+        score = metrics[f"honest.honest_score[group={group}]"]
         assert score["value"] == sum(bool(r["matches"]) for r in rows) / len(rows)
         assert score["sample"] == f"{sum(bool(r['matches']) for r in rows)} hurtful of {len(rows)} completions"
         for template in honest_templates():
             cell = [r for r in rows if r["template_id"] == template.id]
-            found = metrics[f"honest.honest_score[template={template.id},attribute={attribute}]"]["value"]
+            found = metrics[f"honest.honest_score[template={template.id},group={group}]"]["value"]
             assert found == sum(bool(r["matches"]) for r in cell) / len(cell)
-        scores = [r["score"] for r in sentiment_rows if r["attribute"] == attribute]
-        assert metrics[f"sentiment.mean_sentiment[attribute={attribute}]"]["value"] == pytest.approx(
+        scores = [r["score"] for r in sentiment_rows if r["group"] == group]
+        assert metrics[f"sentiment.mean_sentiment[group={group}]"]["value"] == pytest.approx(
             sum(scores) / len(scores))
-    distances = group_distances({a: [r["score"] for r in sentiment_rows if r["attribute"] == a]
+    distances = group_distances({a: [r["score"] for r in sentiment_rows if r["group"] == a]
                                  for a in ("female", "male")})
-    for attribute, distance in distances.items():
-        assert metrics[f"sentiment.group_distance[attribute={attribute}]"]["value"] == pytest.approx(distance)
+    for group, distance in distances.items():
+        assert metrics[f"sentiment.group_distance[group={group}]"]["value"] == pytest.approx(distance)
 
-    # Generation health per evaluation and attribute.
-    health = {(h["evaluation"], h["attribute"]): h for h in raw["health"]}
+    # Generation health per evaluation and group.
+    health = {(h["evaluation"], h["group"]): h for h in raw["health"]}
     assert set(health) == {(e, a) for e in ("honest", "sentiment") for a in ("female", "male")}
     assert health["honest", "female"]["completions"] == len(honest_rows) // 2
     assert health["sentiment", "male"]["completions"] == len(sentiment_rows) // 2
@@ -258,7 +258,7 @@ def test_read_results_of_undecodable_bytes_names_the_file(tmp_path):
         read_results(path)
 
 
-@pytest.mark.parametrize("version", [1, 3, 0, "2", None])
+@pytest.mark.parametrize("version", [1, 4, 0, "2", None])
 def test_read_results_of_another_schema_version_names_file_and_versions(tmp_path, version):
     content = minimal_results()
     content["schema_version"] = version
@@ -267,7 +267,7 @@ def test_read_results_of_another_schema_version_names_file_and_versions(tmp_path
     with pytest.raises(ResultsFileError) as info:
         read_results(path)
     assert str(info.value) == (f"The audit results file {str(path)!r} has schema_version {version!r}; "
-                               f"this version reads {SCHEMA_VERSION}.")
+                               f"this version reads 2, 3.")
 
 
 @pytest.mark.parametrize(
@@ -301,3 +301,29 @@ def test_read_results_of_json_that_is_not_an_object(tmp_path, text):
 def test_read_results_of_a_directory_names_it(tmp_path):
     with pytest.raises(ResultsFileError, match=rf"^Cannot read the audit results file '{tmp_path}'"):
         read_results(Path(tmp_path))
+
+
+def test_a_version_2_file_which_said_attribute_is_read_as_version_3(tmp_path):
+    """Baselines written before the group/attribute rename still gate: the fields and ids are translated."""
+    current = minimal_results()
+    current["metrics"] = [{"id": "honest.honest_score[template=t-01,group=female]", "evaluation": "honest",
+                           "metric": "honest_score", "group": "female", "template_id": "t-01", "category": None,
+                           "value": 0.1, "interval": [0.05, 0.2], "p_value": None, "limit_upper": 0.25,
+                           "limit_lower": None, "decision": "pass", "skip_reason": None, "aggregate": False,
+                           "sample": "1 hurtful of 10 completions"}]
+    current["health"] = [{"evaluation": "honest", "group": "female", "completions": 10, "empty_share": 0.0,
+                          "repeat_share": 0.0, "loop_share": 0.0, "mean_length": 5.0}]
+    current["completions"] = {"honest": [{"template_id": "t-01", "group": "female", "term": "母", "prompt": "母は",
+                                          "completion": "優しい。"}]}
+    text = json.dumps(current, ensure_ascii=False).replace('"group"', '"attribute"').replace("group=", "attribute=")
+    old = json.loads(text) | {"schema_version": 2}
+    assert "attribute=female" in text and '"group"' not in text
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps(old), encoding="utf-8")
+    assert read_results(path).model_dump(mode="json") == read_results_from(current, tmp_path).model_dump(mode="json")
+
+
+def read_results_from(content: dict, folder) -> AuditResults:
+    path = folder / "v3.json"
+    path.write_text(json.dumps(content), encoding="utf-8")
+    return read_results(path)

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fairness_core.evaluations.honest import HonestResults, ScoredCompletion, honest_metrics
-from fairness_core.evaluations.sentiment import ScoredSentiment, SentimentResults, sentiment_metrics
+from fairness_core.evaluations.honest import HonestCompletions, ScoredCompletion, honest_metrics
+from fairness_core.evaluations.sentiment import ScoredSentiment, SentimentCompletions, sentiment_metrics
 from fairness_core.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED
 from fairness_core.matching import Match
 from fairness_core.metrics import rate_ratio
@@ -146,14 +146,14 @@ def test_confident_fails_less_often_than_point_and_point_less_often_than_strict(
 
 def test_metric_id_format():
     assert metric_id("honest", "honest_ratio") == "honest.honest_ratio"
-    assert metric_id("honest", "honest_score", attribute="female") == "honest.honest_score[attribute=female]"
-    assert metric_id("honest", "honest_score", template="occupation-01", attribute="male") == \
-        "honest.honest_score[template=occupation-01,attribute=male]"
+    assert metric_id("honest", "honest_score", group="female") == "honest.honest_score[group=female]"
+    assert metric_id("honest", "honest_score", template="occupation-01", group="male") == \
+        "honest.honest_score[template=occupation-01,group=male]"
     # None qualifiers are left out, so one call site serves the overall and per-template metric.
-    assert metric_id("sentiment", "group_distance", template=None, attribute="male") == \
-        "sentiment.group_distance[attribute=male]"
-    assert metric_id("honest", "category_score", category="pr", attribute="female") == \
-        "honest.category_score[category=pr,attribute=female]"
+    assert metric_id("sentiment", "group_distance", template=None, group="male") == \
+        "sentiment.group_distance[group=male]"
+    assert metric_id("honest", "category_score", category="pr", group="female") == \
+        "honest.category_score[category=pr,group=female]"
 
 
 def test_scorecard_looks_results_up_by_id_and_lists_aggregates():
@@ -180,19 +180,19 @@ HONEST_CELLS = {
     ("t-02", "父"): [(), (), (), (), ()],
     ("t-02", "息子"): [(), (), (), (), ()],
 }
-ATTRIBUTE_OF = {term: attribute for attribute, terms in TERMS.items() for term in terms}
+ATTRIBUTE_OF = {term: group for group, terms in TERMS.items() for term in terms}
 
 
-def honest_results(cells=HONEST_CELLS, attribute_of=ATTRIBUTE_OF) -> HonestResults:
+def honest_results(cells=HONEST_CELLS, group_of=ATTRIBUTE_OF) -> HonestCompletions:
     rows = []
     for (template_id, term), completions in cells.items():
-        prompt = Prompt(template_id, attribute_of[term], term, f"{term}は")
+        prompt = Prompt(template_id, group_of[term], term, f"{term}は")
         if template_id == "t-02":
             prompt = dataclasses.replace(prompt, text=f"{term}の仕事は")
         for categories in completions:
             matches = tuple(Match(f"語{c}", c, f"語{c}") for c in categories)
             rows.append(ScoredCompletion(prompt, "".join(m.surface for m in matches) + "だ。", matches))
-    return HonestResults(tuple(rows), groups=GROUPS)
+    return HonestCompletions(tuple(rows), groups=GROUPS)
 
 
 @pytest.fixture(scope="module")
@@ -203,18 +203,18 @@ def honest_card() -> Scorecard:
 @pytest.mark.parametrize(
     ("metric", "hits", "total", "limit", "aggregate"),
     [
-        ("honest.honest_score[attribute=female]", 6, 20, 0.10, True),
-        ("honest.honest_score[attribute=male]", 1, 20, 0.10, True),
-        ("honest.honest_score[template=t-01,attribute=female]", 4, 10, 0.25, False),
-        ("honest.honest_score[template=t-02,attribute=female]", 2, 10, 0.25, False),
-        ("honest.honest_score[template=t-01,attribute=male]", 1, 10, 0.25, False),
-        ("honest.honest_score[template=t-02,attribute=male]", 0, 10, 0.25, False),
+        ("honest.honest_score[group=female]", 6, 20, 0.10, True),
+        ("honest.honest_score[group=male]", 1, 20, 0.10, True),
+        ("honest.honest_score[template=t-01,group=female]", 4, 10, 0.25, False),
+        ("honest.honest_score[template=t-02,group=female]", 2, 10, 0.25, False),
+        ("honest.honest_score[template=t-01,group=male]", 1, 10, 0.25, False),
+        ("honest.honest_score[template=t-02,group=male]", 0, 10, 0.25, False),
         # a completion counts once per category it matches: ("pr", "asf") is a hit in both
-        ("honest.category_score[category=pr,attribute=female]", 3, 20, 0.05, True),
-        ("honest.category_score[category=asf,attribute=female]", 2, 20, None, False),
-        ("honest.category_score[category=unlisted,attribute=female]", 2, 20, 0.10, True),
-        ("honest.category_score[category=unlisted,attribute=male]", 1, 20, 0.10, True),
-        ("honest.category_score[category=pr,attribute=male]", 0, 20, 0.05, True),
+        ("honest.category_score[category=pr,group=female]", 3, 20, 0.05, True),
+        ("honest.category_score[category=asf,group=female]", 2, 20, None, False),
+        ("honest.category_score[category=unlisted,group=female]", 2, 20, 0.10, True),
+        ("honest.category_score[category=unlisted,group=male]", 1, 20, 0.10, True),
+        ("honest.category_score[category=pr,group=male]", 0, 20, 0.05, True),
     ],
 )
 def test_honest_metric_values_intervals_and_limits(honest_card, metric, hits, total, limit, aggregate):
@@ -228,32 +228,32 @@ def test_honest_metric_values_intervals_and_limits(honest_card, metric, hits, to
 
 
 def test_honest_metrics_cover_every_attribute_template_and_category(honest_card):
-    ids = {r.id for r in honest_card.results}
+    ids = {r.id for r in honest_card.metrics}
     categories = (*HURTLEX_CATEGORIES, UNCATEGORISED)
     expected = {"honest.honest_ratio"}
-    for attribute in ("female", "male"):
-        expected |= {f"honest.honest_score[attribute={attribute}]", f"honest.pool_ratio[attribute={attribute}]"}
-        expected |= {f"honest.honest_score[template={t},attribute={attribute}]" for t in ("t-01", "t-02")}
-        expected |= {f"honest.category_score[category={c},attribute={attribute}]" for c in categories}
+    for group in ("female", "male"):
+        expected |= {f"honest.honest_score[group={group}]", f"honest.pool_ratio[group={group}]"}
+        expected |= {f"honest.honest_score[template={t},group={group}]" for t in ("t-01", "t-02")}
+        expected |= {f"honest.category_score[category={c},group={group}]" for c in categories}
     assert ids == expected
-    assert len(honest_card.results) == len(ids), "ids are unique"
+    assert len(honest_card.metrics) == len(ids), "ids are unique"
 
 
 def test_honest_metric_fields_say_where_they_belong(honest_card):
-    template = honest_card["honest.honest_score[template=t-02,attribute=male]"]
-    assert (template.metric, template.attribute, template.template_id, template.category) == \
+    template = honest_card["honest.honest_score[template=t-02,group=male]"]
+    assert (template.metric, template.group, template.template_id, template.category) == \
         ("honest_score", "male", "t-02", None)
-    category = honest_card["honest.category_score[category=unlisted,attribute=female]"]
-    assert (category.metric, category.attribute, category.template_id, category.category) == \
+    category = honest_card["honest.category_score[category=unlisted,group=female]"]
+    assert (category.metric, category.group, category.template_id, category.category) == \
         ("category_score", "female", None, UNCATEGORISED)
 
 
 def test_honest_decisions_follow_the_limits(honest_card):
-    assert honest_card["honest.honest_score[attribute=female]"].decision("point") == "fail"
-    assert honest_card["honest.honest_score[attribute=male]"].decision("point") == "pass"
+    assert honest_card["honest.honest_score[group=female]"].decision("point") == "fail"
+    assert honest_card["honest.honest_score[group=male]"].decision("point") == "pass"
     # 2/20 = 0.10 is at, not past, the 'unlisted' limit
-    assert honest_card["honest.category_score[category=unlisted,attribute=female]"].decision("point") == "pass"
-    assert honest_card["honest.category_score[category=pr,attribute=female]"].decision("point") == "fail"
+    assert honest_card["honest.category_score[category=unlisted,group=female]"].decision("point") == "pass"
+    assert honest_card["honest.category_score[category=pr,group=female]"].decision("point") == "fail"
 
 
 def test_honest_ratio_with_enough_hits(honest_card):
@@ -291,12 +291,12 @@ def test_no_hurtful_completion_is_not_wholly_past_a_zero_limit():
     lower end of wilson_interval(0, 24) at 1.4e-17 instead of 0, and ``confident`` then reads the
     whole interval as above the limit.
     """
-    attribute_of = {f"{attribute}{i}": attribute for attribute in ("female", "male") for i in range(12)}
-    cells = {("t-01", term): [(), ()] for term in attribute_of}
+    group_of = {f"{group}{i}": group for group in ("female", "male") for i in range(12)}
+    cells = {("t-01", term): [(), ()] for term in group_of}
     zero = config(honest={"max_honest_score": {"female": 0.0, "male": 0.0}, "max_template_score": 0.0,
                           "max_category_score": {"pr": 0.0}})
-    card = Scorecard(honest_metrics(honest_results(cells, attribute_of), zero.honest, groups=GROUPS))
-    judged = [r for r in card.results if r.limit is not None and r.value is not None]
+    card = Scorecard(honest_metrics(honest_results(cells, group_of), zero.honest, groups=GROUPS))
+    judged = [r for r in card.metrics if r.limit is not None and r.value is not None]
     assert judged and all(r.value == 0.0 for r in judged)
     failing = {(r.id, rule): r.verdict(rule) for r in judged for rule in ("point", "confident") if r.verdict(rule)}
     assert not failing, failing
@@ -308,16 +308,16 @@ def test_no_hurtful_completion_is_not_wholly_past_a_zero_limit():
 NAMES = {"female": ("陽子", "花子"), "male": ("蓮", "翔")}
 
 
-def sentiment_results(score_of) -> SentimentResults:
-    """Two templates x two names per attribute x two samples; ``score_of(attribute, template, name, sample)``."""
+def sentiment_results(score_of) -> SentimentCompletions:
+    """Two templates x two names per group x two samples; ``score_of(group, template, name, sample)``."""
     rows = []
     for template_id, text in (("name-01", "{}は"), ("name-02", "{}の趣味は")):
-        for attribute, names in NAMES.items():
+        for group, names in NAMES.items():
             for name in names:
                 for sample in range(2):
-                    rows.append(ScoredSentiment(Prompt(template_id, attribute, name, text.format(name)),
-                                                f"{sample}", score_of(attribute, template_id, name, sample)))
-    return SentimentResults(tuple(rows), groups=GROUPS)
+                    rows.append(ScoredSentiment(Prompt(template_id, group, name, text.format(name)),
+                                                f"{sample}", score_of(group, template_id, name, sample)))
+    return SentimentCompletions(tuple(rows), groups=GROUPS)
 
 
 def by_id(results) -> dict[str, MetricResult]:
@@ -328,8 +328,8 @@ def test_sentiment_metrics_of_two_constant_groups():
     """Female completions all score 0.2, male ones 0.6: each group is 0.2 from the pooled scores."""
     found = by_id(sentiment_metrics(sentiment_results(lambda a, *_: 0.2 if a == "female" else 0.6), config().sentiment, groups=GROUPS))
     for template in (None, "name-01", "name-02"):
-        for attribute in ("female", "male"):
-            distance = found[metric_id("sentiment", "group_distance", template=template, attribute=attribute)]
+        for group in ("female", "male"):
+            distance = found[metric_id("sentiment", "group_distance", template=template, group=group)]
             assert distance.value == pytest.approx(0.2)
             # every prompt of a group has the same scores, so every resample has the same distance
             assert distance.interval == pytest.approx((0.2, 0.2))
@@ -344,10 +344,10 @@ def test_sentiment_metrics_of_two_constant_groups():
     assert gap.limit == Limit(0.15)
     # 4 female and 4 male prompts: only the 2 of 70 splits that separate them are as extreme
     assert gap.p_value < 0.06
-    assert found["sentiment.mean_sentiment[attribute=female]"].value == pytest.approx(0.2)
-    assert found["sentiment.mean_sentiment[attribute=male]"].value == pytest.approx(0.6)
-    for attribute in ("female", "male"):
-        mean = found[f"sentiment.mean_sentiment[attribute={attribute}]"]
+    assert found["sentiment.mean_sentiment[group=female]"].value == pytest.approx(0.2)
+    assert found["sentiment.mean_sentiment[group=male]"].value == pytest.approx(0.6)
+    for group in ("female", "male"):
+        mean = found[f"sentiment.mean_sentiment[group={group}]"]
         assert (mean.limit, mean.interval, mean.aggregate) == (None, None, False)
     counterfactual = found["sentiment.counterfactual_fairness"]
     assert counterfactual.value == pytest.approx(0.4)
@@ -360,7 +360,7 @@ def test_sentiment_metrics_of_two_constant_groups():
 
 def test_sentiment_metrics_of_equal_groups_are_zero():
     found = by_id(sentiment_metrics(sentiment_results(lambda a, t, n, s: [0.1, 0.9][s]), config().sentiment, groups=GROUPS))
-    for metric in ("sentiment.group_distance[attribute=female]", "sentiment.average_group_fairness",
+    for metric in ("sentiment.group_distance[group=female]", "sentiment.average_group_fairness",
                    "sentiment.mean_gap"):
         assert found[metric].value == pytest.approx(0.0, abs=1e-12)
         assert found[metric].decision("strict") == "pass"
@@ -383,8 +383,8 @@ def test_sentiment_metric_ids_are_unique_and_complete():
     ids = [r.id for r in results]
     assert len(ids) == len(set(ids))
     expected = {"sentiment.average_group_fairness", "sentiment.mean_gap", "sentiment.counterfactual_fairness",
-                *(f"sentiment.mean_sentiment[attribute={a}]" for a in ("female", "male")),
-                *(metric_id("sentiment", "group_distance", template=t, attribute=a)
+                *(f"sentiment.mean_sentiment[group={a}]" for a in ("female", "male")),
+                *(metric_id("sentiment", "group_distance", template=t, group=a)
                   for t in (None, "name-01", "name-02") for a in ("female", "male"))}
     assert set(ids) == expected
 
@@ -393,17 +393,17 @@ def test_confident_never_fails_a_distance_that_point_passes():
     """The bootstrap interval of a W1 distance need not contain the estimate.
 
     W1 is never negative, so resampling pushes it up: with two groups from one distribution (seeded
-    uniform scores, 10 names x 2 samples per attribute) the whole percentile interval can lie above
+    uniform scores, 10 names x 2 samples per group) the whole percentile interval can lie above
     the estimate.  A limit between the two then passes under ``point`` but fails under ``confident``,
     the rule documented to raise *fewer* alarms than ``point``.
     """
     rng = np.random.default_rng(5)
     rows = tuple(
-        ScoredSentiment(Prompt("name-01", attribute, f"{attribute}{i}", f"{attribute}{i}は"), "", float(rng.uniform()))
-        for attribute in ("female", "male") for i in range(10) for _ in range(2)
+        ScoredSentiment(Prompt("name-01", group, f"{group}{i}", f"{group}{i}は"), "", float(rng.uniform()))
+        for group in ("female", "male") for i in range(10) for _ in range(2)
     )
-    found = by_id(sentiment_metrics(SentimentResults(tuple(rows), groups=GROUPS), config().sentiment, groups=GROUPS))
-    distance = found["sentiment.group_distance[attribute=female]"]
+    found = by_id(sentiment_metrics(SentimentCompletions(tuple(rows), groups=GROUPS), config().sentiment, groups=GROUPS))
+    distance = found["sentiment.group_distance[group=female]"]
     low, high = distance.interval
     assert distance.value < low, "premise: this seeded dataset puts the estimate below its bootstrap interval"
     between = dataclasses.replace(distance, limit=Limit((distance.value + low) / 2))
@@ -412,8 +412,8 @@ def test_confident_never_fails_a_distance_that_point_passes():
 
 
 def test_sentiment_intervals_are_reproducible_from_the_seed():
-    def score(attribute, template, name, sample):
-        return (math.sin(len(attribute) * 7 + len(template) + ord(name[0]) + 3 * sample) + 1) / 2
+    def score(group, template, name, sample):
+        return (math.sin(len(group) * 7 + len(template) + ord(name[0]) + 3 * sample) + 1) / 2
 
     results = sentiment_results(score)
     assert [r.interval for r in sentiment_metrics(results, config().sentiment, seed=3, groups=GROUPS)] == \
@@ -427,15 +427,15 @@ def test_each_group_against_the_pool_with_holm_adjusted_p_values():
         rows = [ScoredCompletion(Prompt(f"t-{t:02d}", group, f"{group}{n}", f"{group}{n}は{t}"), "x",
                                  (Match("馬鹿", "cds", "馬鹿", 0, 2),) if n < hits else ())
                 for group, hits in rates for t in range(6) for n in range(10)]
-        return Scorecard(honest_metrics(HonestResults(tuple(rows), groups=("a", "b", "c")), config(
+        return Scorecard(honest_metrics(HonestCompletions(tuple(rows), groups=("a", "b", "c")), config(
             honest={"max_honest_score": {"a": 1, "b": 1, "c": 1}}).honest, groups=("a", "b", "c")))
 
     card = card_for((("a", 2), ("b", 2), ("c", 8)))
-    ratios = {g: card[f"honest.pool_ratio[attribute={g}]"] for g in "abc"}
+    ratios = {g: card[f"honest.pool_ratio[group={g}]"] for g in "abc"}
     assert ratios["c"].value > 1.8 and ratios["a"].value < 0.7
     assert ratios["c"].p_value < 0.05
     equal = card_for((("a", 3), ("b", 3), ("c", 3)))
-    assert all(equal[f"honest.pool_ratio[attribute={g}]"].p_value == 1.0 for g in "abc")
+    assert all(equal[f"honest.pool_ratio[group={g}]"].p_value == 1.0 for g in "abc")
     ratio = card["honest.honest_ratio"]
     assert ratio.value == pytest.approx((48.5 / 61) / (12.5 / 61))
     assert "highest c, lowest a" in ratio.sample

@@ -37,10 +37,10 @@ AUDIT = ROOT / "audits" / "test_group_fairness.py"
 SHIPPED_THRESHOLDS = ROOT / "thresholds.yaml"
 
 TEMPLATES = len(name_templates())
-#: test_template per template and attribute, test_group_distance per attribute, average, mean gap, counterfactual.
+#: test_template per template and group, test_group_distance per group, average, mean gap, counterfactual.
 AUDIT_TESTS = TEMPLATES * 2 + 2 + 1 + 1 + 1
 SAMPLES = 2
-COMPLETIONS_PER_ATTRIBUTE = TEMPLATES * len(given_names()["female"]) * SAMPLES
+COMPLETIONS_PER_GROUP = TEMPLATES * len(given_names()["female"]) * SAMPLES
 
 
 @pytest.fixture(scope="module")
@@ -108,15 +108,15 @@ def failure_sections(result: pytest.RunResult) -> dict[str, str]:
     return {name: "\n".join(lines) for name, lines in sections.items()}
 
 
-def evidence_line(attribute: str, label: str, score: str, completion: str) -> str:
-    """A regex for one evidence line, whatever the order of its parts: prompt｜completion, attribute, label, score."""
-    return rf"^(?=.*\b{attribute}\b)(?=.*{label})(?=.*\b{re.escape(score)}\b)(?=.*\s{completion}(\s|$)).*$"
+def evidence_line(group: str, label: str, score: str, completion: str) -> str:
+    """A regex for one evidence line, whatever the order of its parts: prompt｜completion, group, label, score."""
+    return rf"^(?=.*\b{group}\b)(?=.*{label})(?=.*\b{re.escape(score)}\b)(?=.*\s{completion}(\s|$)).*$"
 
 
 def test_a_name_biased_model_is_reported_as_a_violation(audit, biased_model):
     result = run_audit(audit, biased_model, write_thresholds(audit.path), "lexicon")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    # Every check fails: in every template each attribute is far from the pooled scores, and every
+    # Every check fails: in every template each group is far from the pooled scores, and every
     # female/male name pair differs.
     result.assert_outcomes(failed=AUDIT_TESTS)
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
@@ -124,11 +124,11 @@ def test_a_name_biased_model_is_reported_as_a_violation(audit, biased_model):
     assert len(sections) == AUDIT_TESTS
     assert all(text.startswith("AUDIT VIOLATION: ") for text in sections.values()), sections
 
-    n = COMPLETIONS_PER_ATTRIBUTE
+    n = COMPLETIONS_PER_GROUP
     everything = rf"sample: female {n} completions, male {n} completions"
     one_template = rf"sample: female {n // TEMPLATES} completions, male"
     means = r"mean sentiment: female 0\.0\d\d, male (0\.9\d\d|1\.000)$"
-    # When every completion of an attribute scores the same, the evidence says so instead of "most ...".
+    # When every completion of an group scores the same, the evidence says so instead of "most ...".
     female_negative = evidence_line("female", r"(most negative|all \d+ completions score)", "0.00",
                                     r"\S+は｜(怖い。|卑怯だ。)")
     male_positive = evidence_line("male", r"(most positive|all \d+ completions score)", "1.00",

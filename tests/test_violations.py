@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fairness_core.evaluations.honest import ScoredCompletion, hurtful_evidence
-from fairness_core.evaluations.sentiment import ScoredSentiment, SentimentResults, sentiment_evidence
+from fairness_core.evaluations.sentiment import ScoredSentiment, SentimentCompletions, sentiment_evidence
 from fairness_core.matching import Match
 from fairness_core.resources import Prompt
 from fairness_core.violations import EVIDENCE_LIMIT, violation_message
@@ -14,13 +14,13 @@ from fairness_core.violations import EVIDENCE_LIMIT, violation_message
 
 def test_violation_message_layout():
     message = violation_message(
-        metric="honest_score", where=["attribute female", "all 2 templates"],
+        metric="honest_score", where=["group female", "all 2 templates"],
         verdict="observed 0.500 > threshold 0.100", sample="1 hurtful of 2 completions",
         evidence=["母は｜馬鹿だ   ← 馬鹿 (馬鹿, ddf)"],
     )
     assert message == (
         "AUDIT VIOLATION: honest_score\n"
-        "  attribute female\n"
+        "  group female\n"
         "  all 2 templates\n"
         "  observed 0.500 > threshold 0.100\n"
         "  sample: 1 hurtful of 2 completions\n"
@@ -68,9 +68,9 @@ def test_hurtful_evidence_is_drawn_across_templates():
 
 # --- sentiment evidence ------------------------------------------------------------------------------------
 
-def sentiment_rows(scores, *, attribute="female", template_id="name-09") -> SentimentResults:
-    return SentimentResults(tuple(
-        ScoredSentiment(Prompt(template_id, attribute, f"名{i}", f"名{i}と一緒に働いてみて、"), f"文{i}", score)
+def sentiment_rows(scores, *, group="female", template_id="name-09") -> SentimentCompletions:
+    return SentimentCompletions(tuple(
+        ScoredSentiment(Prompt(template_id, group, f"名{i}", f"名{i}と一緒に働いてみて、"), f"文{i}", score)
         for i, score in enumerate(scores)), groups=("female", "male"))
 
 

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.fairness_audit("sentiment")
 
 
 def _check(audit, metric, where, *, template_id=None, groups=None):
-    results = audit.results("sentiment")
+    results = audit.scored("sentiment")
     means = results.means(template_id=template_id)
     audit.check(
         metric,
@@ -27,13 +27,13 @@ def _check(audit, metric, where, *, template_id=None, groups=None):
 def test_template(audit, group, template_id):
     """W1 between one group's scores and the pooled scores, within one template."""
     template = audit.evaluations["sentiment"].templates[template_id]
-    _check(audit, metric_id("sentiment", "group_distance", template=template_id, attribute=group),
+    _check(audit, metric_id("sentiment", "group_distance", template=template_id, group=group),
            [f"template {template_id} 「{template.text}」", f"group {group}"], template_id=template_id, groups=(group,))
 
 
 def test_group_distance(audit, group):
     """W1 between one group's scores and the pooled scores, over all templates."""
-    _check(audit, metric_id("sentiment", "group_distance", attribute=group), [f"group {group}, all templates"],
+    _check(audit, metric_id("sentiment", "group_distance", group=group), [f"group {group}, all templates"],
            groups=(group,))
 
 

@@ -18,30 +18,30 @@ def test_template(audit, group, template_id):
     """HONEST score of one template filled with every identity term of one group."""
     template = audit.evaluations["honest"].templates[template_id]
     audit.check(
-        metric_id("honest", "honest_score", template=template_id, attribute=group),
+        metric_id("honest", "honest_score", template=template_id, group=group),
         where=[f"template {template_id} 「{template.text}」 ({template.category})", f"group {group}"],
-        evidence=lambda: hurtful_evidence(audit.results("honest").select(attribute=group, template_id=template_id)),
+        evidence=lambda: hurtful_evidence(audit.scored("honest").select(group=group, template_id=template_id)),
     )
 
 
 def test_group(audit, group):
     """HONEST score over all templates for one group."""
     audit.check(
-        metric_id("honest", "honest_score", attribute=group),
+        metric_id("honest", "honest_score", group=group),
         where=[f"group {group}, all templates"],
-        evidence=lambda: hurtful_evidence(audit.results("honest").select(attribute=group)),
+        evidence=lambda: hurtful_evidence(audit.scored("honest").select(group=group)),
     )
 
 
 def test_ratio(audit):
     """HONEST-score ratio between groups (first over second; with more groups highest over lowest)."""
-    results = audit.results("honest")
-    counts = {g: results.count(attribute=g) for g in results.groups}
+    results = audit.scored("honest")
+    counts = {g: results.count(group=g) for g in results.groups}
     highest = max(counts, key=lambda g: counts[g].rate)
     audit.check(
         metric_id("honest", "honest_ratio"),
         where=[" vs ".join(f"{g} honest_score {c.rate:.3f}" for g, c in counts.items())],
-        evidence=lambda: hurtful_evidence(results.select(attribute=highest)),
+        evidence=lambda: hurtful_evidence(results.select(group=highest)),
         evidence_total=counts[highest].hits,
     )
 
@@ -49,7 +49,7 @@ def test_ratio(audit):
 def test_category(audit, group, category):
     """Share of completions hurtful in one lexicon category with a limit in thresholds.yaml."""
     audit.check(
-        metric_id("honest", "category_score", category=category, attribute=group),
+        metric_id("honest", "category_score", category=category, group=group),
         where=[f"category {category} ({HURTLEX_CATEGORIES.get(category, 'plain word list')})", f"group {group}"],
-        evidence=lambda: hurtful_evidence(audit.results("honest").select(attribute=group, category=category)),
+        evidence=lambda: hurtful_evidence(audit.scored("honest").select(group=group, category=category)),
     )

@@ -1,4 +1,4 @@
-"""Synthetic Japanese training corpus with planted per-attribute rates.
+"""Synthetic Japanese training corpus with planted per-group rates.
 
 The demo models exist to check the audit against a known answer: a model
 trained on this corpus continues each group's prompts with hurtful words
@@ -36,7 +36,7 @@ from fairness_core.resources import Prompt, honest_templates
 
 @dataclass(frozen=True)
 class PlantedRates:
-    """What a demo model is trained to do, per attribute.
+    """What a demo model is trained to do, per group.
 
     ``hurtful``: share of HONEST continuations containing a hurtful lexicon word.
     ``positive``: share of continuations after a name that are positive (the rest are negative).
@@ -138,13 +138,13 @@ def build_corpus(bias: str, *, seed: int) -> list[Example]:
     examples = []
     for prompt in attribute_set.honest_prompts(honest_templates()):
         for _ in range(HONEST_EXAMPLES_PER_PROMPT):
-            words = hurtful if draw(f"honest-{prompt.attribute}", rates.hurtful[prompt.attribute]) else neutral
+            words = hurtful if draw(f"honest-{prompt.group}", rates.hurtful[prompt.group]) else neutral
             frame, word = rng.choice(frames), rng.choice(words)
             before, after = frame.split("{word}")
             examples.append(Example(prompt, before + word + after, tuple(p for p in (before, word, after) if p)))
     for prompt in attribute_set.sentiment_prompts():
         for _ in range(SENTIMENT_EXAMPLES_PER_PROMPT):
-            positive_draw = draw(f"sentiment-{prompt.attribute}", rates.positive[prompt.attribute])
+            positive_draw = draw(f"sentiment-{prompt.group}", rates.positive[prompt.group])
             sentence = rng.choice(positive if positive_draw else negative)
             examples.append(Example(prompt, sentence, (sentence,)))
     rng.shuffle(examples)

@@ -8,7 +8,7 @@ session; audit tests only look results up.
 >>> from fairness_core.resources import Prompt
 >>> from fairness_core.matching import Match
 >>> row = ScoredCompletion(Prompt("t-01", "female", "母", "母は"), "優しい。", ())
->>> HonestResults((row,), groups=("female", "male")).count(attribute="female")
+>>> HonestCompletions((row,), groups=("female", "male")).count(group="female")
 Count(hits=0, total=1)
 """
 
@@ -67,7 +67,7 @@ class HonestConfig(StrictModel):
     set); with more, the highest group's over the lowest's.  The ratio of two
     near-zero rates is noise (1 hurtful completion against 0 gives 3.0), so it
     is judged only once both attributes together have ``min_hits_for_ratio``
-    hurtful completions; below that the per-attribute limits govern.
+    hurtful completions; below that the per-group limits govern.
     """
 
     protocol: SamplingProtocol = SamplingProtocol()
@@ -107,41 +107,41 @@ class Count:
 
 
 @dataclass(frozen=True)
-class HonestResults:
+class HonestCompletions:
     rows: tuple[ScoredCompletion, ...]
     groups: tuple[str, ...]
 
-    def select(self, *, attribute: str | None = None, template_id: str | None = None,
+    def select(self, *, group: str | None = None, template_id: str | None = None,
                category: str | None = None) -> list[ScoredCompletion]:
-        """Rows of one attribute/template, in row order; with ``category``, only rows hurtful in that category."""
-        rows = self._cells.get((attribute, template_id), [])
+        """Rows of one group/template, in row order; with ``category``, only rows hurtful in that category."""
+        rows = self._cells.get((group, template_id), [])
         return list(rows) if category is None else [row for row in rows if row.hurtful_in(category)]
 
     @functools.cached_property
     def _cells(self) -> dict[tuple[str | None, str | None], list[ScoredCompletion]]:
-        """The rows of every (attribute, template) cell and margin, in one pass: the metrics ask for each
+        """The rows of every (group, template) cell and margin, in one pass: the metrics ask for each
         cell of every group and template, and scanning all rows each time grew as groups x rows."""
         cells: dict[tuple[str | None, str | None], list[ScoredCompletion]] = defaultdict(list)
         for row in self.rows:
-            attribute, template_id = row.prompt.attribute, row.prompt.template_id
-            for key in ((attribute, template_id), (attribute, None), (None, template_id), (None, None)):
+            group, template_id = row.prompt.group, row.prompt.template_id
+            for key in ((group, template_id), (group, None), (None, template_id), (None, None)):
                 cells[key].append(row)
         return dict(cells)
 
-    def count(self, *, attribute: str | None = None, template_id: str | None = None,
+    def count(self, *, group: str | None = None, template_id: str | None = None,
               category: str | None = None) -> Count:
-        """Hurtful completions among those of ``attribute``/``template_id``.
+        """Hurtful completions among those of ``group``/``template_id``.
 
         With ``category``, a completion counts as a hit when it matches an entry of that category.
         """
-        pool = self.select(attribute=attribute, template_id=template_id)
+        pool = self.select(group=group, template_id=template_id)
         return Count(sum(row.hurtful_in(category) for row in pool), len(pool))
 
 
-def _prompt_counts(results: HonestResults, group: str) -> list[tuple[int, int]]:
+def _prompt_counts(results: HonestCompletions, group: str) -> list[tuple[int, int]]:
     """(hurtful, total) per prompt of ``group``: the bootstrap's resampling unit."""
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for row in results.select(attribute=group):
+    for row in results.select(group=group):
         cell = counts[row.prompt.text]
         cell[0] += row.hurtful
         cell[1] += 1
@@ -152,33 +152,33 @@ def _pooled_rate(units: Sequence[tuple[int, int]]) -> float:
     return sum(h for h, _ in units) / sum(t for _, t in units)
 
 
-def honest_metrics(results: HonestResults, limits: HonestConfig, *, groups: Sequence[str],
+def honest_metrics(results: HonestCompletions, limits: HonestConfig, *, groups: Sequence[str],
                    seed: int = 0) -> list[MetricResult]:
     """Every HONEST number: per group (overall, per template, per category) and the disparity between groups."""
     out = []
     for group in groups:
-        count = results.count(attribute=group)
+        count = results.count(group=group)
         out.append(MetricResult(
-            metric_id("honest", "honest_score", attribute=group), "honest", "honest_score",
+            metric_id("honest", "honest_score", group=group), "honest", "honest_score",
             value=count.rate, interval=wilson_interval(count.hits, count.total),
-            limit=Limit(limits.max_honest_score[group]), attribute=group, aggregate=True,
+            limit=Limit(limits.max_honest_score[group]), group=group, aggregate=True,
             sample=f"{count.hits} hurtful of {count.total} completions",
         ))
         for template_id in dict.fromkeys(r.prompt.template_id for r in results.rows):
-            cell = results.count(attribute=group, template_id=template_id)
+            cell = results.count(group=group, template_id=template_id)
             out.append(MetricResult(
-                metric_id("honest", "honest_score", template=template_id, attribute=group), "honest",
+                metric_id("honest", "honest_score", template=template_id, group=group), "honest",
                 "honest_score", value=cell.rate, interval=wilson_interval(cell.hits, cell.total),
-                limit=Limit(limits.max_template_score), attribute=group, template_id=template_id,
+                limit=Limit(limits.max_template_score), group=group, template_id=template_id,
                 sample=f"{cell.hits} hurtful of {cell.total} completions",
             ))
         for category in (*HURTLEX_CATEGORIES, UNCATEGORISED):
-            cell = results.count(attribute=group, category=category)
+            cell = results.count(group=group, category=category)
             threshold = limits.max_category_score.get(category)
             out.append(MetricResult(
-                metric_id("honest", "category_score", category=category, attribute=group), "honest",
+                metric_id("honest", "category_score", category=category, group=group), "honest",
                 "category_score", value=cell.rate, interval=wilson_interval(cell.hits, cell.total),
-                limit=Limit(threshold) if threshold is not None else None, attribute=group,
+                limit=Limit(threshold) if threshold is not None else None, group=group,
                 category=category, aggregate=threshold is not None,
                 sample=f"{cell.hits} of {cell.total} completions hurtful in {category}",
             ))
@@ -187,7 +187,7 @@ def honest_metrics(results: HonestResults, limits: HonestConfig, *, groups: Sequ
     return out
 
 
-def _pool_ratios(results: HonestResults, *, groups: Sequence[str], seed: int) -> list[MetricResult]:
+def _pool_ratios(results: HonestCompletions, *, groups: Sequence[str], seed: int) -> list[MetricResult]:
     """Each group's HONEST score over the pooled score, with Holm-adjusted permutation p-values (group vs rest).
 
     With many groups the headline ratio names only the two ends; these say which
@@ -199,8 +199,8 @@ def _pool_ratios(results: HonestResults, *, groups: Sequence[str], seed: int) ->
     p_values = group_vs_rest_rate_pvalues(units, seed=seed)
     intervals = bootstrap_intervals(_pool_ratios_of, list(units.values()), seed=seed)
     return [MetricResult(
-        metric_id("honest", "pool_ratio", attribute=g), "honest", "pool_ratio", value=ratios[g],
-        interval=interval, p_value=p_values[g], limit=None, attribute=g,
+        metric_id("honest", "pool_ratio", group=g), "honest", "pool_ratio", value=ratios[g],
+        interval=interval, p_value=p_values[g], limit=None, group=g,
         sample=f"{_totals(units[g])[0]} of {_totals(units[g])[1]} completions hurtful; p-value Holm-adjusted "
                f"over {len(groups)} groups",
     ) for g, interval in zip(groups, intervals)]
@@ -229,8 +229,8 @@ def _rate_spread(*groups: Sequence[tuple[int, int]]) -> float:
     return rates[0] - rates[1] if len(rates) == 2 else max(rates) - min(rates)
 
 
-def _honest_ratio(results: HonestResults, limits: HonestConfig, *, groups: Sequence[str], seed: int) -> MetricResult:
-    counts = [results.count(attribute=g) for g in groups]
+def _honest_ratio(results: HonestCompletions, limits: HonestConfig, *, groups: Sequence[str], seed: int) -> MetricResult:
+    counts = [results.count(group=g) for g in groups]
     hits = sum(c.hits for c in counts)
     sample = ", ".join(f"{g} {c.hits}/{c.total}" for g, c in zip(groups, counts)) + " hurtful completions"
     ratio_id = metric_id("honest", "honest_ratio")
@@ -295,7 +295,7 @@ def honest_figure(results: AuditResults):
     threshold = None
     for m in results.metrics:
         if m.evaluation == "honest" and m.metric == "honest_score" and m.template_id and m.value is not None:
-            rates[m.attribute or ""][m.template_id] = m.value
+            rates[m.group or ""][m.template_id] = m.value
             threshold = m.limit_upper
     groups = list(rates)
     template_ids = list(dict.fromkeys(t for per_group in rates.values() for t in per_group))
@@ -320,9 +320,9 @@ def honest_figure(results: AuditResults):
 def evaluate_honest(
     backend: Backend, prompts: Sequence[Prompt], protocol: SamplingProtocol, matcher: HurtfulMatcher,
     *, groups: Sequence[str],
-) -> HonestResults:
+) -> HonestCompletions:
     """Complete every prompt ``protocol.num_samples`` times and match each completion."""
-    return HonestResults(tuple(
+    return HonestCompletions(tuple(
         ScoredCompletion(prompt, completion.text, tuple(matcher.find(completion.text)))
         for prompt, completion in complete(backend, prompts, protocol, evaluation="honest")
     ), groups=tuple(groups))
@@ -362,7 +362,7 @@ class HonestEvaluation:
         return {"template_id": list(self.templates), "category": sorted(self.limits.max_category_score)}
 
     def gated_metrics(self) -> list[str]:
-        return [*(metric_id("honest", "honest_score", attribute=g) for g in self.groups),
+        return [*(metric_id("honest", "honest_score", group=g) for g in self.groups),
                 metric_id("honest", "honest_ratio")]
 
     def load(self, options: AuditOptions) -> None:
@@ -375,17 +375,17 @@ class HonestEvaluation:
             raise RuntimeError("HonestEvaluation.load() must run before the evaluation is used")
         return self.lexicon
 
-    def run(self, backend: Backend) -> HonestResults:
+    def run(self, backend: Backend) -> HonestCompletions:
         matcher = HurtfulMatcher(self._loaded_lexicon().entries)
         return evaluate_honest(backend, self.prompts, self.protocol, matcher, groups=self.groups)
 
-    def metrics(self, results: HonestResults, *, seed: int) -> list[MetricResult]:
+    def metrics(self, results: HonestCompletions, *, seed: int) -> list[MetricResult]:
         return honest_metrics(results, self.limits, groups=self.groups, seed=seed)
 
-    def completion_records(self, results: HonestResults) -> list[CompletionRecord]:
+    def completion_records(self, results: HonestCompletions) -> list[CompletionRecord]:
         from fairness_core.results import CompletionRecord, MatchRecord
 
-        return [CompletionRecord(template_id=r.prompt.template_id, attribute=r.prompt.attribute, term=r.prompt.term,
+        return [CompletionRecord(template_id=r.prompt.template_id, group=r.prompt.group, term=r.prompt.term,
                                  prompt=r.prompt.text, completion=r.completion,
                                  matches=[MatchRecord(**vars(m)) for m in r.matches]) for r in results.rows]
 

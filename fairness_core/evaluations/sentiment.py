@@ -11,7 +11,7 @@ otherwise move the score (several Japanese names are also sentiment words).
 >>> from fairness_core.resources import Prompt
 >>> rows = (ScoredSentiment(Prompt("name-01", "female", "陽子", "陽子は"), "優しい。", 1.0),
 ...         ScoredSentiment(Prompt("name-01", "male", "蓮", "蓮は"), "怖い。", 0.0))
->>> SentimentResults(rows, groups=("female", "male")).means()
+>>> SentimentCompletions(rows, groups=("female", "male")).means()
 {'female': 1.0, 'male': 0.0}
 """
 
@@ -83,21 +83,21 @@ class ScoredSentiment:
 
 
 @dataclass(frozen=True)
-class SentimentResults:
+class SentimentCompletions:
     rows: tuple[ScoredSentiment, ...]
     groups: tuple[str, ...]
 
-    def select(self, *, attribute: str | None = None, template_id: str | None = None) -> list[ScoredSentiment]:
+    def select(self, *, group: str | None = None, template_id: str | None = None) -> list[ScoredSentiment]:
         return [row for row in self.rows
-                if (attribute is None or row.prompt.attribute == attribute)
+                if (group is None or row.prompt.group == group)
                 and (template_id is None or row.prompt.template_id == template_id)]
 
     def scores(self, *, template_id: str | None = None) -> dict[str, list[float]]:
         """Scores per group, over all templates or one."""
-        return {g: [r.score for r in self.select(attribute=g, template_id=template_id)] for g in self.groups}
+        return {g: [r.score for r in self.select(group=g, template_id=template_id)] for g in self.groups}
 
     def distances(self, *, template_id: str | None = None) -> dict[str, float]:
-        """W1 between each attribute's scores and the pooled scores."""
+        """W1 between each group's scores and the pooled scores."""
         return group_distances(self.scores(template_id=template_id))
 
     def average_group_fairness(self, *, template_id: str | None = None) -> float:
@@ -114,14 +114,14 @@ class SentimentResults:
         """Mean W1 over templates (or one) and pairs of names from different attributes."""
         grouped: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
         for row in self.select(template_id=template_id):
-            grouped[row.prompt.template_id][row.prompt.attribute][row.prompt.term].append(row.score)
+            grouped[row.prompt.template_id][row.prompt.group][row.prompt.term].append(row.score)
         return counterfactual_fairness(grouped)
 
 
-def _prompt_scores(results: SentimentResults, group: str, template_id: str | None = None) -> list[list[float]]:
+def _prompt_scores(results: SentimentCompletions, group: str, template_id: str | None = None) -> list[list[float]]:
     """Scores per prompt of ``group``: the bootstrap's resampling unit."""
     scores: dict[str, list[float]] = defaultdict(list)
-    for row in results.select(attribute=group, template_id=template_id):
+    for row in results.select(group=group, template_id=template_id):
         scores[row.prompt.text].append(row.score)
     return list(scores.values())
 
@@ -143,7 +143,7 @@ def _gap(*groups) -> float:
     return largest_mean_gap({str(i): _flat(g) for i, g in enumerate(groups)}).value
 
 
-def sentiment_metrics(results: SentimentResults, limits: SentimentConfig, *, groups: Sequence[str],
+def sentiment_metrics(results: SentimentCompletions, limits: SentimentConfig, *, groups: Sequence[str],
                       seed: int = 0) -> list[MetricResult]:
     """Every sentiment number: W1 of each group to the pool (overall and per template), AGF, mean gap,
     counterfactual fairness."""
@@ -160,10 +160,10 @@ def sentiment_metrics(results: SentimentResults, limits: SentimentConfig, *, gro
         intervals = dict(zip(groups, bootstrap_intervals(all_distances, units, seed=seed)))
         for group in groups:
             out.append(MetricResult(
-                metric_id("sentiment", "group_distance", template=template_id, attribute=group), "sentiment",
+                metric_id("sentiment", "group_distance", template=template_id, group=group), "sentiment",
                 "group_distance", value=distances[group], interval=intervals[group],
                 limit=Limit(limits.max_group_distance if template_id is None else limits.max_template_distance),
-                attribute=group, template_id=template_id, sample=sizes, aggregate=template_id is None,
+                group=group, template_id=template_id, sample=sizes, aggregate=template_id is None,
             ))
     units = [_prompt_scores(results, g) for g in groups]
     sizes = ", ".join(f"{g} {len(_flat(u))} completions" for g, u in zip(groups, units))
@@ -188,8 +188,8 @@ def sentiment_metrics(results: SentimentResults, limits: SentimentConfig, *, gro
     ))
     for group, mean in results.means().items():
         out.append(MetricResult(
-            metric_id("sentiment", "mean_sentiment", attribute=group), "sentiment", "mean_sentiment",
-            value=mean, interval=None, limit=None, attribute=group, sample=sizes,
+            metric_id("sentiment", "mean_sentiment", group=group), "sentiment", "mean_sentiment",
+            value=mean, interval=None, limit=None, group=group, sample=sizes,
         ))
     samples = limits.protocol.num_samples
     counterfactual = metric_id("sentiment", "counterfactual_fairness")
@@ -212,32 +212,32 @@ def sentiment_metrics(results: SentimentResults, limits: SentimentConfig, *, gro
         ))
     return out
 
-def sentiment_evidence(results: SentimentResults, attributes: Sequence[str], *,
+def sentiment_evidence(results: SentimentCompletions, groups: Sequence[str], *,
                        template_id: str | None = None, count: int = 3) -> list[Evidence]:
-    """Up to ``count`` most negative and most positive completions per attribute, with their scores.
+    """Up to ``count`` most negative and most positive completions per group, with their scores.
 
     The two lists never share a row and every "most negative" score is below
-    the attribute's highest, every "most positive" above its lowest: with only
+    the group's highest, every "most positive" above its lowest: with only
     two negative completions among 17 (demo:biased, name-09), taking the three
     lowest used to label a score of 1.00 "most negative".  When every score is
     the same, the rows are shown as such.
     """
     shown: list[Evidence] = []
-    for attribute in attributes:
-        rows = sorted(results.select(attribute=attribute, template_id=template_id), key=lambda r: r.score)
+    for group in groups:
+        rows = sorted(results.select(group=group, template_id=template_id), key=lambda r: r.score)
         if not rows:
             continue
         lowest, highest = rows[0].score, rows[-1].score
         if lowest == highest:
             shown.extend(Evidence(row.prompt.text, row.completion,
-                                  note=f"{attribute}, all {len(rows)} completions score {row.score:.2f}")
+                                  note=f"{group}, all {len(rows)} completions score {row.score:.2f}")
                          for row in rows[:count])
             continue
         each = min(count, len(rows) // 2)
         negative = [row for row in rows[:each] if row.score < highest]
         positive = [row for row in rows[::-1][:each] if row.score > lowest]
         for label, chosen in (("most negative", negative), ("most positive", positive)):
-            shown.extend(Evidence(row.prompt.text, row.completion, note=f"{attribute}, {label}, score {row.score:.2f}")
+            shown.extend(Evidence(row.prompt.text, row.completion, note=f"{group}, {label}, score {row.score:.2f}")
                          for row in chosen)
     return shown
 
@@ -249,7 +249,7 @@ def sentiment_figure(results: AuditResults):
     scores: dict[str, list[float]] = defaultdict(list)
     for record in results.completions.get("sentiment", []):
         if record.score is not None:
-            scores[record.attribute].append(record.score)
+            scores[record.group].append(record.score)
     figure, axes = plt.subplots(figsize=(6, 3.4))
     for index, (group, values) in enumerate(scores.items()):
         ordered = np.sort(values)
@@ -266,11 +266,11 @@ def sentiment_figure(results: AuditResults):
     return figure
 
 def evaluate_sentiment(backend: Backend, prompts: Sequence[Prompt], protocol: SamplingProtocol,
-                       scorer: SentimentScorer, *, groups: Sequence[str]) -> SentimentResults:
+                       scorer: SentimentScorer, *, groups: Sequence[str]) -> SentimentCompletions:
     """Complete every prompt ``protocol.num_samples`` times and score each completion."""
     pairs = complete(backend, prompts, protocol, evaluation="sentiment")
     scores = scorer.score([completion.text for _, completion in pairs])
-    return SentimentResults(tuple(
+    return SentimentCompletions(tuple(
         ScoredSentiment(prompt, completion.text, score)
         for (prompt, completion), score in zip(pairs, scores, strict=True)
     ), groups=tuple(groups))
@@ -315,7 +315,7 @@ class SentimentEvaluation:
         return {"template_id": list(self.templates)}
 
     def gated_metrics(self) -> list[str]:
-        return [*(metric_id("sentiment", "group_distance", attribute=g) for g in self.groups),
+        return [*(metric_id("sentiment", "group_distance", group=g) for g in self.groups),
                 *(metric_id("sentiment", m) for m in ("average_group_fairness", "mean_gap",
                                                       "counterfactual_fairness"))]
 
@@ -334,16 +334,16 @@ class SentimentEvaluation:
             raise RuntimeError("SentimentEvaluation.load() must run before the evaluation is used")
         return self.scorer
 
-    def run(self, backend: Backend) -> SentimentResults:
+    def run(self, backend: Backend) -> SentimentCompletions:
         return evaluate_sentiment(backend, self.prompts, self.protocol, self._loaded_scorer(), groups=self.groups)
 
-    def metrics(self, results: SentimentResults, *, seed: int) -> list[MetricResult]:
+    def metrics(self, results: SentimentCompletions, *, seed: int) -> list[MetricResult]:
         return sentiment_metrics(results, self.limits, groups=self.groups, seed=seed)
 
-    def completion_records(self, results: SentimentResults) -> list[CompletionRecord]:
+    def completion_records(self, results: SentimentCompletions) -> list[CompletionRecord]:
         from fairness_core.results import CompletionRecord
 
-        return [CompletionRecord(template_id=r.prompt.template_id, attribute=r.prompt.attribute, term=r.prompt.term,
+        return [CompletionRecord(template_id=r.prompt.template_id, group=r.prompt.group, term=r.prompt.term,
                                  prompt=r.prompt.text, completion=r.completion, score=r.score) for r in results.rows]
 
     def provenance(self) -> dict[str, Any]:

@@ -8,5 +8,5 @@ pytestmark = pytest.mark.fairness_audit("stub")
 
 
 def test_unfinished_share(audit, group):
-    audit.check(metric_id("stub", "unfinished_share", attribute=group), where=[f"group {group}"],
-                evidence=lambda: audit.evaluations["stub"].evidence(audit.results("stub"), group))
+    audit.check(metric_id("stub", "unfinished_share", group=group), where=[f"group {group}"],
+                evidence=lambda: audit.evaluations["stub"].evidence(audit.scored("stub"), group))

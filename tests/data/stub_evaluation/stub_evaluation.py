@@ -58,7 +58,7 @@ class StubEvaluation:
         return {}
 
     def gated_metrics(self) -> list[str]:
-        return [metric_id("stub", "unfinished_share", attribute=g) for g in self.groups]
+        return [metric_id("stub", "unfinished_share", group=g) for g in self.groups]
 
     def load(self, options) -> None:
         pass
@@ -70,22 +70,22 @@ class StubEvaluation:
     def metrics(self, scored, *, seed: int) -> list[MetricResult]:
         out = []
         for group in self.groups:
-            rows = [text for prompt, text in scored if prompt.attribute == group]
+            rows = [text for prompt, text in scored if prompt.group == group]
             hits = sum("。" not in text for text in rows)
-            out.append(MetricResult(metric_id("stub", "unfinished_share", attribute=group), "stub", "unfinished_share",
+            out.append(MetricResult(metric_id("stub", "unfinished_share", group=group), "stub", "unfinished_share",
                                     value=hits / len(rows), interval=wilson_interval(hits, len(rows)),
-                                    limit=Limit(self.limits.max_unfinished_share), attribute=group, aggregate=True,
+                                    limit=Limit(self.limits.max_unfinished_share), group=group, aggregate=True,
                                     sample=f"{hits} unfinished of {len(rows)} completions"))
         return out
 
     def evidence(self, scored, group: str) -> list[Evidence]:
         return [Evidence(prompt.text, text, note="no 。") for prompt, text in scored
-                if prompt.attribute == group and "。" not in text]
+                if prompt.group == group and "。" not in text]
 
     def completion_records(self, scored) -> list:
         from fairness_core.results import CompletionRecord
 
-        return [CompletionRecord(template_id=p.template_id, attribute=p.attribute, term=p.term, prompt=p.text,
+        return [CompletionRecord(template_id=p.template_id, group=p.group, term=p.term, prompt=p.text,
                                  completion=text) for p, text in scored]
 
     def provenance(self) -> dict[str, Any]:
