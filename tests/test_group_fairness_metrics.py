@@ -303,7 +303,7 @@ def test_sentiment_results_are_fair_when_names_are_swapped(data, template_scores
 
 @pytest.mark.parametrize("method", ["means", "average_group_fairness", "distances"])
 def test_sentiment_results_without_one_attribute_raise_value_error(method):
-    """No completion for an group (or an unknown template_id) must say so, not divide by zero."""
+    """No completion for a group (or an unknown template_id) must say so, not divide by zero."""
     results = rows_from([("t1", "female", "陽子", 0.5)])
     with pytest.raises(ValueError):
         getattr(results, method)()
