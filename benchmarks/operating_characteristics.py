@@ -68,57 +68,47 @@ def clopper_pearson(hits: int, total: int) -> tuple[float, float]:
 
 
 @contextlib.contextmanager
-def estimates_only() -> Iterator[None]:
+def replaced_in_metric_modules(replacements: dict) -> Iterator[None]:
+    """Replace the named functions wherever the metric modules imported them, and put them back afterwards."""
+    import importlib
+
+    saved = []
+    for name in METRIC_MODULES:
+        module = importlib.import_module(name)
+        for function, replacement in replacements.items():
+            if hasattr(module, function):
+                saved.append((module, function, getattr(module, function)))
+                setattr(module, function, replacement)
+    try:
+        yield
+    finally:
+        for module, function, original in saved:
+            setattr(module, function, original)
+
+
+#: No p-values: the gate's verdicts read only estimates and intervals.
+_NO_P_VALUES = {"permutation_pvalue": lambda *args, **kwargs: None,
+                "group_vs_rest_rate_pvalues": lambda groups, **kwargs: dict.fromkeys(groups)}
+
+
+def estimates_only() -> contextlib.AbstractContextManager[None]:
     """Skip bootstrap intervals and permutation p-values: the ``point`` rule reads only the estimate.
 
     Every estimate is still computed by the metric code; only the resampling,
     which is 90% of a run's time and does not move a point-rule verdict, is skipped.
     """
-    import importlib
-
-    stubs = {
+    return replaced_in_metric_modules({
         "bootstrap_interval": lambda *args, **kwargs: None,
         "bootstrap_intervals": lambda statistics, groups, **kwargs: [None] * len(statistics(*groups)),
-        "permutation_pvalue": lambda *args, **kwargs: None,
-        "group_vs_rest_rate_pvalues": lambda groups, **kwargs: dict.fromkeys(groups),
-    }
-    saved = []
-    for name in METRIC_MODULES:
-        module = importlib.import_module(name)
-        for attribute, stub in stubs.items():
-            if hasattr(module, attribute):
-                saved.append((module, attribute, getattr(module, attribute)))
-                setattr(module, attribute, stub)
-    try:
-        yield
-    finally:
-        for module, attribute, original in saved:
-            setattr(module, attribute, original)
+        **_NO_P_VALUES})
 
 
-@contextlib.contextmanager
-def fewer_resamples(resamples: int) -> Iterator[None]:
+def fewer_resamples(resamples: int) -> contextlib.AbstractContextManager[None]:
     """Bootstrap intervals from ``resamples`` draws and no p-values, for the regression runs' intervals."""
-    import importlib
-
-    saved = []
-    replacements = {
+    return replaced_in_metric_modules({
         "bootstrap_interval": functools.partial(statistics.bootstrap_interval, resamples=resamples),
         "bootstrap_intervals": functools.partial(statistics.bootstrap_intervals, resamples=resamples),
-        "permutation_pvalue": lambda *args, **kwargs: None,
-        "group_vs_rest_rate_pvalues": lambda groups, **kwargs: dict.fromkeys(groups),
-    }
-    for name in METRIC_MODULES:
-        module = importlib.import_module(name)
-        for attribute, replacement in replacements.items():
-            if hasattr(module, attribute):
-                saved.append((module, attribute, getattr(module, attribute)))
-                setattr(module, attribute, replacement)
-    try:
-        yield
-    finally:
-        for module, attribute, original in saved:
-            setattr(module, attribute, original)
+        **_NO_P_VALUES})
 
 
 def family(result) -> str:

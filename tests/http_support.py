@@ -133,7 +133,19 @@ def completion_body(text: str, *, choices: int = 1, finish_reason: str = "length
     }).encode()
 
 
-class ScriptedServer(ThreadingHTTPServer):
+class ServedInThread:
+    """``with server:`` serves from a daemon thread and stops (and closes the socket) on exit."""
+
+    def __enter__(self):
+        threading.Thread(target=self.serve_forever, daemon=True).start()  # type: ignore[attr-defined]
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()  # type: ignore[attr-defined]
+        self.server_close()  # type: ignore[attr-defined]
+
+
+class ScriptedServer(ServedInThread, ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, port: int = 0, *, faults=(), slow_s: float = 2.0, crash_after: int | None = None):
@@ -162,14 +174,6 @@ class ScriptedServer(ThreadingHTTPServer):
     def next_fault(self) -> str | None:
         with self.lock:
             return self.faults.pop(0) if self.faults else None
-
-    def __enter__(self):
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.shutdown()
-        self.server_close()
 
 
 class Handler(BaseHTTPRequestHandler):

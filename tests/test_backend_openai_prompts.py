@@ -13,10 +13,10 @@ the model was given.
 from __future__ import annotations
 
 import json
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from http_support import ServedInThread
 from transformers import AutoTokenizer
 
 from fairness_core.backends.base import Request
@@ -25,7 +25,7 @@ from fairness_core.backends.prompts import encode_prompt
 from fairness_core.thresholds import SamplingProtocol
 
 
-class TokenizingServer(ThreadingHTTPServer):
+class TokenizingServer(ServedInThread, ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, folder, *, text_only: bool):
@@ -33,14 +33,6 @@ class TokenizingServer(ThreadingHTTPServer):
         self.folder, self.text_only = str(folder), text_only
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.prompts: list = []
-
-    def __enter__(self):
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.shutdown()
-        self.server_close()
 
 
 class TokenizingHandler(BaseHTTPRequestHandler):
