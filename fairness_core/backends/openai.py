@@ -76,7 +76,6 @@ from fairness_core.errors import AuditUsageError
 from fairness_core.thresholds import SamplingProtocol
 
 API_KEY_VARIABLES = ("JA_FAIRNESS_AUDIT_API_KEY", "OPENAI_API_KEY")
-REQUEST_FORMATS = ("auto", "openai", "transformers")
 #: Part of the cache key: bumped whenever a change to the requests sent can change a completion.
 CLIENT_REVISION = "2"
 #: The servers' own sampling extras, set to the values that switch them off, sent with every ``openai``-format
