@@ -203,7 +203,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     plan = _plan(config)
     selected = {m.args[0] for item in audits for m in item.iter_markers(AUDIT_MARKER) if m.args}
     regression = any(item.get_closest_marker(BASELINE_MARKER) for item in audits)
-    problems = [] if config.option.collectonly else _quick_problems(config, plan, selected, regression=regression)
+    options = _options(config)
+    problems = [] if config.option.collectonly else _quick_problems(config, plan, options, selected,
+                                                                      regression=regression)
     if isinstance(plan, AuditUsageError):
         raise pytest.UsageError("\n".join([*problems, str(plan)]))
     if problems:
@@ -211,13 +213,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if config.option.collectonly:
         return
     try:
-        config.stash[session_key] = _start_session(config, plan, selected, regression=regression)
+        config.stash[session_key] = _start_session(config, plan, options, selected, regression=regression)
     except AuditUsageError as err:
         raise pytest.UsageError(str(err)) from None
 
 
-def _quick_problems(config: pytest.Config, plan: AuditPlan | AuditUsageError, selected: set[str], *,
-                    regression: bool) -> list[str]:
+def _quick_problems(config: pytest.Config, plan: AuditPlan | AuditUsageError, options: AuditOptions,
+                    selected: set[str], *, regression: bool) -> list[str]:
     """What can be told wrong without loading anything, model first: missing files and unwritable outputs.
 
     Only the options that the selected audits use are checked (``-k honest`` does
@@ -238,7 +240,6 @@ def _quick_problems(config: pytest.Config, plan: AuditPlan | AuditUsageError, se
         except MissingFolderError:
             problems.append(f"{OPTION_MODEL}={model}: no such directory.")
     if not isinstance(plan, AuditUsageError):
-        options = _options(config)
         problems += [problem for name in plan.evaluations if name in selected
                      for problem in type(plan.evaluations[name]).input_problems(options)]
     baseline = config.getoption(OPTION_BASELINE)
@@ -284,11 +285,12 @@ def _options(config: pytest.Config) -> AuditOptions:
                         lexicon_level=config.getoption("--lexicon-level"), sentiment=config.getoption(OPTION_SENTIMENT))
 
 
-def _start_session(config: pytest.Config, plan: AuditPlan, selected: set[str], *, regression: bool) -> AuditSession:
+def _start_session(config: pytest.Config, plan: AuditPlan, options: AuditOptions, selected: set[str], *,
+                   regression: bool) -> AuditSession:
     from fairness_core.results import build_results
     from fairness_core.session import AuditSession
 
-    audit = AuditSession(_options(config), plan, selected=sorted(selected),
+    audit = AuditSession(options, plan, selected=sorted(selected),
                          baseline=config.getoption(OPTION_BASELINE) if regression else None)
     audit.compute_all()
     config.stash[reporter_key].build_results = functools.partial(build_results, audit)
