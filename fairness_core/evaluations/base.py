@@ -13,7 +13,7 @@ and the baseline gate loop over the registry
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from fairness_core.evaluations import EVALUATIONS
@@ -106,11 +106,6 @@ class Evaluation(Protocol):
 def evaluation_class(name: str) -> type[Evaluation]:
     """The class registered as ``name``; an unknown name is a usage error with suggestions."""
     return EVALUATIONS.load(name)
-
-
-def config_sections() -> Mapping[str, Any]:
-    """Every registered evaluation's ``thresholds.yaml`` section model and metric names, by evaluation name."""
-    return {name: evaluation_class(name) for name in EVALUATIONS}
 
 
 def create_evaluations(names: Sequence[str], config: AuditConfig, attributes: AttributeSet) -> dict[str, Evaluation]:
