@@ -79,12 +79,7 @@ def transformers_serve(model: str, log: Path, *, startup_s: float = 120):
             time.sleep(0.5)
         yield base_url
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop_process(server, grace_s=20)
 
 
 @contextmanager
@@ -109,12 +104,7 @@ def vllm_serve(model: str, folder: str, log: Path, *, startup_s: float = 600):
             time.sleep(2)
         yield base_url
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop_process(server, grace_s=30)
 
 
 def _answers(url: str) -> bool:
@@ -131,6 +121,16 @@ def completion_body(text: str, *, choices: int = 1, finish_reason: str = "length
         "choices": [{"index": i, "text": text, "finish_reason": finish_reason} for i in range(choices)],
         "usage": {"prompt_tokens": 2, "completion_tokens": completion_tokens, "total_tokens": 2 + completion_tokens},
     }).encode()
+
+
+def stop_process(process: subprocess.Popen, *, grace_s: float) -> None:
+    """Stop a server this test started, by its pid: terminate, and kill what has not exited after ``grace_s``."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 class ServedInThread:
