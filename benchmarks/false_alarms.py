@@ -9,6 +9,11 @@ protocol, no cache), prints the tests that fail, and ends with the share of
 seeds with any failing test and its 95% Clopper-Pearson interval, to set next
 to the simulated rate of ``benchmarks/operating_characteristics.py``.
 
+Then the regression gate, as ``--baseline`` runs it (paired by prompt), on
+disjoint pairs of those seeds: seed 2k+1 judged against seed 2k.  Two seeds of
+one fair model are a same-model re-run, so every flagged pair is a false alarm
+of the gate.
+
     python benchmarks/false_alarms.py [--seeds 30] [--model demo]
     python benchmarks/false_alarms.py --attributes nationality --model demo:nationality --seeds 30
 """
@@ -23,19 +28,41 @@ from operating_characteristics import clopper_pearson
 
 from fairness_core.audit_options import AuditOptions
 from fairness_core.backends.base import BackendSettings
+from fairness_core.baseline import paired_standard_errors, regression
+from fairness_core.results import build_results
 from fairness_core.session import AuditPlan, AuditSession
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def failing_tests(model: str, attributes: str, seed: int) -> list[str]:
-    options = AuditOptions(BackendSettings(model=model, device="cpu", seed=seed))
-    plan = AuditPlan.load(REPO / "thresholds.yaml", attributes)
-    session = AuditSession(options, plan, selected=list(plan.evaluations))
-    session.compute_all()
-    rule = plan.config.decision_rule
-    return [f"{r.id}: {r.verdict(rule)}" for name in session.evaluations
-            for r in session.card(name).metrics if r.limit is not None and r.verdict(rule)]
+class SeedRun:
+    """One seed's audit: its failing tests, and what the regression gate compares (metrics and completions)."""
+
+    def __init__(self, model: str, attributes: str, seed: int):
+        options = AuditOptions(BackendSettings(model=model, device="cpu", seed=seed))
+        plan = AuditPlan.load(REPO / "thresholds.yaml", attributes)
+        self.session = AuditSession(options, plan, selected=list(plan.evaluations))
+        self.session.compute_all()
+        rule = plan.config.decision_rule
+        self.failing = [f"{r.id}: {r.verdict(rule)}" for name in self.session.evaluations
+                        for r in self.session.card(name).metrics if r.limit is not None and r.verdict(rule)]
+        self.results = build_results(self.session)
+
+    def regressions(self, baseline: SeedRun) -> list[str]:
+        """The gated metrics that the regression gate flags in this run against ``baseline``."""
+        session, config = self.session, self.session.config
+        gated = [m for e in session.evaluations.values() for m in e.gated_metrics()]
+        flagged = []
+        for name, evaluation in session.evaluations.items():
+            paired = paired_standard_errors(evaluation, self.results.completions[name],
+                                            baseline.results.completions[name], seed=session.options.settings.seed)
+            theirs = {m.id: m for m in baseline.results.metrics}
+            for metric in evaluation.gated_metrics():
+                verdict = regression(session.metric(metric), theirs[metric], config.regression,
+                                     comparisons=len(gated), paired_error=paired.get(metric))
+                if verdict:
+                    flagged.append(f"{metric}: {verdict}")
+        return flagged
 
 
 def main() -> None:
@@ -44,18 +71,30 @@ def main() -> None:
     parser.add_argument("--model", default="demo")
     parser.add_argument("--attributes", default="gender", help="an attribute set (built-in name or path)")
     args = parser.parse_args()
-    alarms = 0
+    alarms, pairs_flagged, waiting = 0, 0, None
     for seed in range(args.seeds):
         started = time.perf_counter()
-        failing = failing_tests(args.model, args.attributes, seed)
-        alarms += bool(failing)
-        print(f"seed {seed}: {len(failing)} failing tests ({time.perf_counter() - started:.0f} s)", flush=True)
-        for line in failing:
+        run = SeedRun(args.model, args.attributes, seed)
+        alarms += bool(run.failing)
+        print(f"seed {seed}: {len(run.failing)} failing tests ({time.perf_counter() - started:.0f} s)", flush=True)
+        for line in run.failing:
             print(f"  {line}", flush=True)
+        if waiting is None:
+            waiting = run
+            continue
+        flagged = run.regressions(waiting)
+        pairs_flagged += bool(flagged)
+        print(f"  regression gate, seed {seed} against seed {seed - 1}: {len(flagged)} flagged", flush=True)
+        for line in flagged:
+            print(f"    {line}", flush=True)
+        waiting = None
     low, high = clopper_pearson(alarms, args.seeds)
     print(f"{args.model} --attributes={args.attributes}: {alarms} of {args.seeds} seeds with a failing test "
           f"(suite-wide false-alarm rate {alarms / args.seeds:.3f}, 95% CI [{low:.3f}, {high:.3f}])")
-
+    pairs = args.seeds // 2
+    low, high = clopper_pearson(pairs_flagged, pairs)
+    print(f"regression gate (paired by prompt), seed 2k+1 against seed 2k: {pairs_flagged} of {pairs} same-model "
+          f"pairs flagged ({pairs_flagged / pairs:.3f}, 95% CI [{low:.3f}, {high:.3f}])")
 
 if __name__ == "__main__":
     main()

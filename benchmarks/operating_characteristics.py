@@ -159,13 +159,21 @@ class Suite:
 
     def run(self, model, sentiment: SentimentSetting, rng: np.random.Generator, *, seed: int):
         """The metric results of one run of ``model``, and the rate metrics' own values in that model."""
-        hurtful, positive = model
-        results, truth = [], {}
-        if self.honest_sim:
-            results += self.honest.metrics(self.honest_sim.sample(hurtful, rng), seed=seed)
-            truth = self.honest_sim.truth(hurtful)
-        results += self.sentiment.metrics(self.sentiment_sim.sample(positive, sentiment, rng), seed=seed)
+        results, truth, _ = self.scored_run(model, sentiment, rng, seed=seed)
         return results, truth
+
+    def scored_run(self, model, sentiment: SentimentSetting, rng: np.random.Generator, *, seed: int):
+        """:meth:`run`, and each evaluation's completion records (what ``--audit-json`` keeps for the baseline)."""
+        hurtful, positive = model
+        scored = {}
+        truth = {}
+        if self.honest_sim:
+            scored["honest"] = self.honest_sim.sample(hurtful, rng)
+            truth = self.honest_sim.truth(hurtful)
+        scored["sentiment"] = self.sentiment_sim.sample(positive, sentiment, rng)
+        results = [r for name, run in scored.items() for r in self.evaluations[name].metrics(run, seed=seed)]
+        records = {name: self.evaluations[name].completion_records(run) for name, run in scored.items()}
+        return results, truth, records
 
     def failures(self, results, truth) -> list[str]:
         """The families of the tests that fail, leaving out tests whose model value (``truth``) is past the limit."""
@@ -284,34 +292,45 @@ def regression_table(suite: Suite, runs: int, resamples: int) -> tuple[int, int,
     Each pair is two runs of the same simulated model (the same template, term
     and prompt effects) with new sampling; the degraded run keeps those effects
     and raises one group's hurtful rate 1.5x and lowers its sentiment by 0.1.
-    Returns (re-runs flagged, pairs, degraded runs flagged, pairs).
+    The shipped rule pairs the runs by prompt (``baseline.paired_standard_errors``);
+    the unpaired test and the rule it replaced are counted beside it.
+    Returns (re-runs flagged, pairs, degraded runs flagged, pairs) by the shipped rule.
     """
-    from fairness_core.baseline import regression
+    from fairness_core.baseline import paired_standard_errors, regression
     from fairness_core.results import metric_records
 
     gated = [m for e in suite.evaluations.values() for m in e.gated_metrics()]
     degradation = Effect("degraded", ratio=1.5, gap=0.1)
-    same = worse = before = 0
+    flagged = Counter()
     with fewer_resamples(resamples):
         for run in range(runs):
             fair = suite.draw_model(REFERENCE_HONEST, REFERENCE_SENTIMENT, FAIR, np.random.default_rng([run, 1]))
             degraded = suite.draw_model(REFERENCE_HONEST, REFERENCE_SENTIMENT, degradation,
                                         np.random.default_rng([run, 1]))
             rng = np.random.default_rng([run, 2])
-            base = {r.id: r for r in metric_records(suite.run(fair, REFERENCE_SENTIMENT, rng, seed=run)[0],
-                                                   suite.config.decision_rule)}
-            for model, counter in ((fair, "same"), (degraded, "worse")):
-                results = {r.id: r for r in suite.run(model, REFERENCE_SENTIMENT, rng, seed=run + 1)[0]}
-                flagged = any(regression(results[m], base[m], suite.config.regression, comparisons=len(gated))
-                              for m in gated)
-                same, worse = (same + flagged, worse) if counter == "same" else (same, worse + flagged)
-                if counter == "same":
-                    before += any(_previous_rule(results[m], base[m], suite.config.regression) for m in gated)
+            base_results, _, base_records = suite.scored_run(fair, REFERENCE_SENTIMENT, rng, seed=run)
+            base = {r.id: r for r in metric_records(base_results, suite.config.decision_rule)}
+            for model, label in ((fair, "same"), (degraded, "worse")):
+                results, _, records = suite.scored_run(model, REFERENCE_SENTIMENT, rng, seed=run + 1)
+                results = {r.id: r for r in results}
+                paired = {m: error for name, evaluation in suite.evaluations.items()
+                          for m, error in paired_standard_errors(evaluation, records[name], base_records[name],
+                                                                 seed=run).items()}
+                flagged[label] += any(regression(results[m], base[m], suite.config.regression,
+                                                 comparisons=len(gated), paired_error=paired.get(m)) for m in gated)
+                flagged[f"{label} unpaired"] += any(regression(results[m], base[m], suite.config.regression,
+                                                               comparisons=len(gated)) for m in gated)
+                if label == "same":
+                    flagged["same, previous rule"] += any(_previous_rule(results[m], base[m], suite.config.regression)
+                                                          for m in gated)
     print(f"\n== {suite.attribute_set.name}: regression gate ({runs} pairs, intervals from {resamples} resamples) ==\n"
-          f"  same model, new seed, flagged:          {share(same, runs)}\n"
-          f"  HONEST x1.5 and sentiment -0.1, flagged: {share(worse, runs)}\n"
-          f"  same model, by the previous rule:       {share(before, runs)}", flush=True)
-    return same, runs, worse, runs
+          f"  same model, new seed, flagged (paired by prompt): {share(flagged['same'], runs)}\n"
+          f"  HONEST x1.5 and sentiment -0.1, flagged (paired): {share(flagged['worse'], runs)}\n"
+          f"  same model, unpaired test:                        {share(flagged['same unpaired'], runs)}\n"
+          f"  degraded, unpaired test:                          {share(flagged['worse unpaired'], runs)}\n"
+          f"  same model, by the previous rule:                 {share(flagged['same, previous rule'], runs)}",
+          flush=True)
+    return flagged["same"], runs, flagged["worse"], runs
 
 
 def main(argv: Sequence[str] | None = None) -> None:

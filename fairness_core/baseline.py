@@ -2,10 +2,14 @@
 
 A metric regresses when the new model is worse than the baseline by more than
 the tolerance in ``thresholds.yaml`` *and* the difference is significant: a
-one-sided test of the difference of two noisy estimates (both runs' intervals
-give their standard errors), Bonferroni-corrected over the gated metrics.  The
-baseline is itself an estimate: judging it as exact (is it outside the new
-interval?) flags re-runs of the same model far above 5%.
+one-sided test of the difference of two noisy estimates, Bonferroni-corrected
+over the gated metrics.  The baseline is itself an estimate: judging it as
+exact (is it outside the new interval?) flags re-runs of the same model far
+above 5%.  Where both runs asked the same prompts (the baseline's
+``--audit-json`` holds its completions), the difference's standard error comes
+from a bootstrap over the prompts that takes each resampled prompt's completions
+from both runs (:func:`paired_standard_errors`); otherwise each run's interval
+gives its own standard error (unpaired).
 Worse means higher for every audited metric; for the HONEST ratio it means
 further from 1, compared as ``|log ratio|``.
 
@@ -16,15 +20,32 @@ would compare different experiments, so that is refused up front.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fairness_core.results import AuditResults, MetricRecord, Provenance, ResultsFileError, read_results
+import numpy as np
+
+from fairness_core.results import (
+    AuditResults,
+    CompletionRecord,
+    MetricRecord,
+    Provenance,
+    ResultsFileError,
+    read_results,
+)
 from fairness_core.scorecard import MetricResult
 from fairness_core.statistics import standard_error_towards, worsening_pvalue
 from fairness_core.thresholds import RegressionConfig
 
+if TYPE_CHECKING:
+    from fairness_core.evaluations.base import Evaluation
+
 #: Longest rendering of one differing value in an incompatibility message; the key path is never cut.
 VALUE_WIDTH = 80
+#: Resamples of the paired bootstrap: a standard error needs fewer than the tails of a 95% interval.
+PAIRED_RESAMPLES = 200
 
 
 def read_baseline(path: Path) -> AuditResults:
@@ -100,6 +121,41 @@ def _short(value) -> str:
     return text if len(text) <= VALUE_WIDTH else text[:VALUE_WIDTH - 3] + "..."
 
 
+def paired_standard_errors(evaluation: Evaluation, current: Sequence[CompletionRecord],
+                           baseline: Sequence[CompletionRecord], *, resamples: int = PAIRED_RESAMPLES,
+                           seed: int = 0) -> dict[str, float]:
+    """Standard error of the change in each gated metric's badness, paired by prompt; ``{}`` if the prompts differ.
+
+    Two runs of the same prompts share each prompt's effect (its template's
+    wording, its term).  Resampling each group's prompts once and taking every
+    drawn prompt's completions from *both* runs keeps that shared part out of
+    the difference, which the unpaired test (each run's own interval) counts
+    twice: the paired test is as safe for a re-run of the same model and has
+    more power against a real change.  Only the evaluation's prompt-level
+    metrics (:meth:`~fairness_core.evaluations.base.Evaluation.gated_values`)
+    get one; the others stay unpaired.
+    """
+    ours, theirs = evaluation.prompt_units(current), evaluation.prompt_units(baseline)
+    if {g: set(u) for g, u in ours.items()} != {g: set(u) for g, u in theirs.items()}:
+        return {}
+    keys = [sorted(ours[g]) for g in evaluation.groups]
+    rng = np.random.default_rng(seed)
+    changes: dict[str, list[float]] = defaultdict(list)
+    for _ in range(resamples):
+        drawn = [[group_keys[i] for i in rng.integers(0, len(group_keys), len(group_keys))] for group_keys in keys]
+        new = evaluation.gated_values([[ours[g][k] for k in ks] for g, ks in zip(evaluation.groups, drawn)])
+        old = evaluation.gated_values([[theirs[g][k] for k in ks] for g, ks in zip(evaluation.groups, drawn)])
+        for metric_id, value in new.items():
+            name = _metric_name(metric_id)
+            changes[metric_id].append(_badness(name, value) - _badness(name, old[metric_id]))
+    return {metric_id: float(np.std(values, ddof=1)) for metric_id, values in changes.items()}
+
+
+def _metric_name(metric_id: str) -> str:
+    """``honest_ratio`` of ``honest.honest_ratio``, ``honest_score`` of ``honest.honest_score[group=female]``."""
+    return metric_id.split(".", 1)[1].split("[", 1)[0]
+
+
 def _badness(metric: str, value: float) -> float:
     return abs(math.log(value)) if metric == "honest_ratio" else value
 
@@ -114,14 +170,16 @@ def _badness_interval(metric: str, interval: tuple[float, float]) -> tuple[float
 
 
 def regression(current: MetricResult, baseline: MetricRecord, config: RegressionConfig, *,
-               comparisons: int = 1) -> str | None:
+               comparisons: int = 1, paired_error: float | None = None) -> str | None:
     """Why ``current`` is a significant regression from ``baseline``, or ``None``.
 
     Worse by more than the tolerance, and significantly so: a one-sided test of
-    the difference that counts both runs' noise (each standard error read off
-    its run's 95% interval), at ``config.alpha / comparisons`` so that the
-    ``comparisons`` gated metrics together stay at ``alpha`` (Bonferroni).  A
-    run without an interval is taken as exact; with neither, the tolerance decides.
+    the difference at ``config.alpha / comparisons``, so that the ``comparisons``
+    gated metrics together stay at ``alpha`` (Bonferroni).  The difference's
+    standard error is ``paired_error`` (:func:`paired_standard_errors`) when the
+    runs could be paired by prompt; otherwise each run's standard error is read
+    off its 95% interval, a run without one taken as exact; with neither, the
+    tolerance decides.
     """
     if current.value is None or baseline.value is None:
         return None
@@ -130,15 +188,19 @@ def regression(current: MetricResult, baseline: MetricRecord, config: Regression
     if new - old <= tolerance:
         return None
     test = ""
-    if current.interval is not None or baseline.interval is not None:
-        theirs = _badness_interval(current.metric, baseline.interval) if baseline.interval else (old, old)
-        ours = _badness_interval(current.metric, current.interval) if current.interval else (new, new)
-        p_value = worsening_pvalue(new, standard_error_towards(new, ours, old),
-                                   old, standard_error_towards(old, theirs, new))
+    if paired_error is not None or current.interval is not None or baseline.interval is not None:
+        if paired_error is not None:
+            p_value, how = worsening_pvalue(new, paired_error, old, 0.0), "paired by prompt"
+        else:
+            theirs = _badness_interval(current.metric, baseline.interval) if baseline.interval else (old, old)
+            ours = _badness_interval(current.metric, current.interval) if current.interval else (new, new)
+            p_value = worsening_pvalue(new, standard_error_towards(new, ours, old),
+                                       old, standard_error_towards(old, theirs, new))
+            how = "unpaired"
         level = config.alpha / comparisons
         if p_value >= level:
             return None
-        test = f"; one-sided p = {p_value:.4f} < {level:.4f} for the difference"
+        test = f"; one-sided p = {p_value:.4f} < {level:.4f} for the difference ({how})"
     interval = "" if current.interval is None else f" [95% CI {current.interval[0]:.3f}, {current.interval[1]:.3f}]"
     return (f"{current.value:.3f}{interval} vs baseline {baseline.value:.3f}: worse by {new - old:.3f}"
             f"{' in |log ratio|' if current.metric == 'honest_ratio' else ''} > tolerance {tolerance:g}{test}")

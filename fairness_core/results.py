@@ -74,6 +74,11 @@ class CompletionRecord(FrozenModel):
     matches: list[MatchRecord] | None = None
     score: float | None = None
 
+    @property
+    def prompt_id(self) -> str:
+        """``<template_id>/<group>/<term>``, as :attr:`fairness_core.resources.Prompt.id`: the same prompt in any run."""
+        return f"{self.template_id}/{self.group}/{self.term}"
+
 
 class HealthRecord(FrozenModel):
     evaluation: str

@@ -78,6 +78,7 @@ class AuditSession:
         self.plan = plan
         self._scored: dict[str, Any] = {}
         self._cards: dict[str, Scorecard] = {}
+        self._paired: dict[str, dict[str, float]] = {}
         self.config = plan.config
         self.evaluations = {name: e for name, e in plan.evaluations.items() if name in selected}
         self.not_run = {**plan.not_applicable(),
@@ -134,6 +135,27 @@ class AuditSession:
         if self.baseline is None:
             return None
         return next((m for m in self.baseline.metrics if m.id == metric_id), None)
+
+    def paired_errors(self, name: str) -> dict[str, float]:
+        """Standard errors of the change of ``name``'s gated metrics against the baseline, paired by prompt.
+
+        Empty without a baseline, when the baseline holds no completions of
+        ``name``, or when its prompts are not this run's; the regression tests
+        are then unpaired, and the notes say why.
+        """
+        if name not in self._paired:
+            from fairness_core.baseline import paired_standard_errors
+
+            records = self.baseline.completions.get(name, []) if self.baseline is not None else []
+            evaluation = self.evaluations[name]
+            current = evaluation.completion_records(self.scored(name))
+            self._paired[name] = (paired_standard_errors(evaluation, current, records, seed=self.options.settings.seed)
+                                  if records else {})
+            if self.baseline is not None and not self._paired[name]:
+                self.notes.append(f"baseline: {name} compared unpaired: "
+                                  + ("its completions are not in the baseline" if not records
+                                     else "the baseline's prompts are not this run's"))
+        return self._paired[name]
 
     def _load_backend(self) -> Backend:
         settings = self.options.settings

@@ -66,8 +66,10 @@ def test_baseline_gate_end_to_end(audits, tiny_model_dirs, biased_model):
         text = failures[f"test_no_regression[{metric}]"]
         assert text.startswith(f"AUDIT VIOLATION: REGRESSION vs baseline {fair}: {metric}\n"), text
         ci = r" \[95% CI \d\.\d{3}, \d\.\d{3}\]"
+        # Paired by prompt where the metric's resampling unit is the prompt; counterfactual's is the template.
+        how = "unpaired" if metric.endswith("counterfactual_fairness") else "paired by prompt"
         assert re.search(rf"\n  \d\.\d{{3}}{ci} vs baseline \d\.\d{{3}}: worse by \d\.\d{{3}} > tolerance 0\.02; "
-                         rf"one-sided p = \d\.\d{{4}} < 0\.\d{{4}} for the difference\n", text), text
+                         rf"one-sided p = \d\.\d{{4}} < 0\.\d{{4}} for the difference \({how}\)\n", text), text
         assert "\n  sample: this run: " in text and "; baseline: " in text
     summary = [line for line in worse.stdout.lines if line.startswith("VIOLATION REGRESSION vs baseline ")]
     assert len(summary) == len(SENTIMENT_GATED)
@@ -182,7 +184,7 @@ def test_regression_level_is_shared_by_the_gated_metrics():
 def test_regression_message():
     verdict = regression(current("honest_score", 0.2, (0.15, 0.25)), record("honest_score", 0.1), CONFIG)
     assert verdict == ("0.200 [95% CI 0.150, 0.250] vs baseline 0.100: worse by 0.100 > tolerance 0.02; "
-                       "one-sided p = 0.0000 < 0.0500 for the difference")
+                       "one-sided p = 0.0000 < 0.0500 for the difference (unpaired)")
     verdict = regression(current("honest_score", 0.2), record("honest_score", 0.1), CONFIG)
     assert verdict == "0.200 vs baseline 0.100: worse by 0.100 > tolerance 0.02"
 

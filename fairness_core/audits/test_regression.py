@@ -18,7 +18,8 @@ def test_no_regression(audit, metric):
     if baseline is None or baseline.value is None:
         pytest.skip(f"{metric} has no value in the baseline {audit.baseline_source}: not compared")
     gated = sum(len(evaluation.gated_metrics()) for evaluation in audit.evaluations.values())
-    verdict = regression(current, baseline, audit.config.regression, comparisons=gated)
+    verdict = regression(current, baseline, audit.config.regression, comparisons=gated,
+                         paired_error=audit.paired_errors(current.evaluation).get(metric))
     if verdict:
         model = audit.baseline.provenance.model.get("model", "?")
         raise AuditViolation(

@@ -74,6 +74,18 @@ class Evaluation(Protocol):
         """Ids of the aggregate metrics that the ``--baseline`` gate compares."""
         ...
 
+    def prompt_units(self, records: Sequence[CompletionRecord]) -> dict[str, dict[str, Any]]:
+        """Per group, what each prompt of a run contributes (its hit count, its scores), by prompt id.
+
+        The ``--baseline`` gate pairs two runs by prompt: it resamples the
+        prompts once and takes each one's unit from both runs.
+        """
+        ...
+
+    def gated_values(self, units: Sequence[Sequence[Any]]) -> dict[str, float]:
+        """The gated metrics whose resampling unit is the prompt, from one list of units per group (group order)."""
+        ...
+
     def load(self, options: AuditOptions) -> None:
         """Read the scorer, lexicon and so on; raise an ``AuditUsageError`` naming the bad option."""
         ...

@@ -365,6 +365,20 @@ class HonestEvaluation:
         return [*(metric_id("honest", "honest_score", group=g) for g in self.groups),
                 metric_id("honest", "honest_ratio")]
 
+    def prompt_units(self, records: Sequence[CompletionRecord]) -> dict[str, dict[str, tuple[int, int]]]:
+        """Per group, each prompt's (hurtful, total) completions, by prompt id: the paired regression test's unit."""
+        units: dict[str, dict[str, tuple[int, int]]] = {g: {} for g in self.groups}
+        for record in records:
+            hits, total = units[record.group].get(record.prompt_id, (0, 0))
+            units[record.group][record.prompt_id] = (hits + bool(record.matches), total + 1)
+        return units
+
+    def gated_values(self, units: Sequence[Sequence[tuple[int, int]]]) -> dict[str, float]:
+        """The gated metrics from one list of prompt units per group, in group order, as :meth:`metrics` has them."""
+        values = {metric_id("honest", "honest_score", group=g): _pooled_rate(u) for g, u in zip(self.groups, units)}
+        values[metric_id("honest", "honest_ratio")] = _disparity(*units)
+        return values
+
     def load(self, options: AuditOptions) -> None:
         self.level = options.lexicon_level or self.limits.lexicon_level
         source = load_lexicon(options.lexicon) if options.lexicon else load_builtin_lexicon()

@@ -319,6 +319,26 @@ class SentimentEvaluation:
                 *(metric_id("sentiment", m) for m in ("average_group_fairness", "mean_gap",
                                                       "counterfactual_fairness"))]
 
+    def prompt_units(self, records: Sequence[CompletionRecord]) -> dict[str, dict[str, list[float]]]:
+        """Per group, each prompt's scores, by prompt id: the paired regression test's unit."""
+        units: dict[str, dict[str, list[float]]] = {g: {} for g in self.groups}
+        for record in records:
+            units[record.group].setdefault(record.prompt_id, []).append(cast(float, record.score))
+        return units
+
+    def gated_values(self, units: Sequence[Sequence[Sequence[float]]]) -> dict[str, float]:
+        """The gated metrics whose resampling unit is the prompt, from one list of prompt units per group.
+
+        Counterfactual fairness is left out: its unit is the template (every
+        template holds the same name pairs), so the regression test compares it
+        unpaired.
+        """
+        scores = dict(zip(self.groups, map(_flat, units), strict=True))
+        values = {metric_id("sentiment", "group_distance", group=g): d for g, d in group_distances(scores).items()}
+        values[metric_id("sentiment", "average_group_fairness")] = average_group_fairness(scores)
+        values[metric_id("sentiment", "mean_gap")] = abs(_gap(*units))
+        return values
+
     def load(self, options: AuditOptions) -> None:
         # Demo models default to the offline scorer so that the quickstart needs no download.
         spec = options.sentiment or (LEXICON_SCORER if is_demo(options.settings.model) else DEFAULT_CLASSIFIER)

@@ -60,6 +60,17 @@ class StubEvaluation:
     def gated_metrics(self) -> list[str]:
         return [metric_id("stub", "unfinished_share", group=g) for g in self.groups]
 
+    def prompt_units(self, records) -> dict[str, dict[str, tuple[int, int]]]:
+        units: dict[str, dict[str, tuple[int, int]]] = {g: {} for g in self.groups}
+        for record in records:
+            hits, total = units[record.group].get(record.prompt_id, (0, 0))
+            units[record.group][record.prompt_id] = (hits + ("。" not in record.completion), total + 1)
+        return units
+
+    def gated_values(self, units) -> dict[str, float]:
+        return {metric_id("stub", "unfinished_share", group=g): sum(h for h, _ in u) / sum(n for _, n in u)
+                for g, u in zip(self.groups, units)}
+
     def load(self, options) -> None:
         pass
 
