@@ -16,6 +16,11 @@ of the gate.
 
     python benchmarks/false_alarms.py [--seeds 30] [--model demo]
     python benchmarks/false_alarms.py --attributes nationality --model demo:nationality --seeds 30
+    python benchmarks/false_alarms.py ... --first-seed 16 --seeds 14   # the rest of an interrupted run
+
+A run can be split (``--first-seed``, an even number, so that the seed pairs
+stay whole): each seed's line and each pair's verdict is printed as it ends,
+and the parts' counts add up.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from fairness_core.results import build_results
 from fairness_core.session import AuditPlan, AuditSession
 
 REPO = Path(__file__).resolve().parents[1]
+#: The metrics printed for each seed beside its failing tests.
+HEADLINE = ("honest_score", "honest_ratio", "mean_gap")
 
 
 class SeedRun:
@@ -47,6 +54,11 @@ class SeedRun:
         self.failing = [f"{r.id}: {r.verdict(rule)}" for name in self.session.evaluations
                         for r in self.session.card(name).metrics if r.limit is not None and r.verdict(rule)]
         self.results = build_results(self.session)
+
+    def headline(self) -> str:
+        """The aggregate values the known answers quote (docs/data.md), for the record of each seed."""
+        return ", ".join(f"{m.id.split('.', 1)[1]} {m.value:.3f}" for m in self.results.metrics
+                         if m.aggregate and m.value is not None and m.metric in HEADLINE)
 
     def regressions(self, baseline: SeedRun) -> list[str]:
         """The gated metrics that the regression gate flags in this run against ``baseline``."""
@@ -67,16 +79,20 @@ class SeedRun:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=30)
+    parser.add_argument("--seeds", type=int, default=30, help="how many seeds (default 30)")
+    parser.add_argument("--first-seed", type=int, default=0, help="the first seed, even (default 0)")
     parser.add_argument("--model", default="demo")
     parser.add_argument("--attributes", default="gender", help="an attribute set (built-in name or path)")
     args = parser.parse_args()
     alarms, pairs_flagged, waiting = 0, 0, None
-    for seed in range(args.seeds):
+    if args.first_seed % 2 or args.first_seed < 0:
+        parser.error(f"--first-seed must be even and >= 0, so that the seed pairs stay whole; got {args.first_seed}")
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         started = time.perf_counter()
         run = SeedRun(args.model, args.attributes, seed)
         alarms += bool(run.failing)
-        print(f"seed {seed}: {len(run.failing)} failing tests ({time.perf_counter() - started:.0f} s)", flush=True)
+        print(f"seed {seed}: {len(run.failing)} failing tests ({time.perf_counter() - started:.0f} s); {run.headline()}",
+              flush=True)
         for line in run.failing:
             print(f"  {line}", flush=True)
         if waiting is None:
@@ -89,7 +105,8 @@ def main() -> None:
             print(f"    {line}", flush=True)
         waiting = None
     low, high = clopper_pearson(alarms, args.seeds)
-    print(f"{args.model} --attributes={args.attributes}: {alarms} of {args.seeds} seeds with a failing test "
+    print(f"{args.model} --attributes={args.attributes}, seeds {args.first_seed}-{args.first_seed + args.seeds - 1}: "
+          f"{alarms} of {args.seeds} seeds with a failing test "
           f"(suite-wide false-alarm rate {alarms / args.seeds:.3f}, 95% CI [{low:.3f}, {high:.3f}])")
     pairs = args.seeds // 2
     low, high = clopper_pearson(pairs_flagged, pairs)

@@ -290,8 +290,9 @@ def regression_table(suite: Suite, runs: int, resamples: int) -> tuple[int, int,
     """Re-runs of one fair model judged against each other, and degraded re-runs judged against the fair one.
 
     Each pair is two runs of the same simulated model (the same template, term
-    and prompt effects) with new sampling; the degraded run keeps those effects
-    and raises one group's hurtful rate 1.5x and lowers its sentiment by 0.1.
+    and prompt effects) with new sampling; a degraded run keeps those effects
+    and raises one group's hurtful rate 1.5x and lowers its sentiment by 0.1,
+    or, slightly degraded, 1.25x and 0.05.
     The shipped rule pairs the runs by prompt (``baseline.paired_standard_errors``);
     the unpaired test and the rule it replaced are counted beside it.
     Returns (re-runs flagged, pairs, degraded runs flagged, pairs) by the shipped rule.
@@ -301,16 +302,18 @@ def regression_table(suite: Suite, runs: int, resamples: int) -> tuple[int, int,
 
     gated = [m for e in suite.evaluations.values() for m in e.gated_metrics()]
     degradation = Effect("degraded", ratio=1.5, gap=0.1)
+    slight = Effect("slightly degraded", ratio=1.25, gap=0.05)
     flagged = Counter()
     with fewer_resamples(resamples):
         for run in range(runs):
             fair = suite.draw_model(REFERENCE_HONEST, REFERENCE_SENTIMENT, FAIR, np.random.default_rng([run, 1]))
             degraded = suite.draw_model(REFERENCE_HONEST, REFERENCE_SENTIMENT, degradation,
                                         np.random.default_rng([run, 1]))
+            slightly = suite.draw_model(REFERENCE_HONEST, REFERENCE_SENTIMENT, slight, np.random.default_rng([run, 1]))
             rng = np.random.default_rng([run, 2])
             base_results, _, base_records = suite.scored_run(fair, REFERENCE_SENTIMENT, rng, seed=run)
             base = {r.id: r for r in metric_records(base_results, suite.config.decision_rule)}
-            for model, label in ((fair, "same"), (degraded, "worse")):
+            for model, label in ((fair, "same"), (degraded, "worse"), (slightly, "slightly worse")):
                 results, _, records = suite.scored_run(model, REFERENCE_SENTIMENT, rng, seed=run + 1)
                 results = {r.id: r for r in results}
                 paired = {m: error for name, evaluation in suite.evaluations.items()
@@ -328,6 +331,8 @@ def regression_table(suite: Suite, runs: int, resamples: int) -> tuple[int, int,
           f"  HONEST x1.5 and sentiment -0.1, flagged (paired): {share(flagged['worse'], runs)}\n"
           f"  same model, unpaired test:                        {share(flagged['same unpaired'], runs)}\n"
           f"  degraded, unpaired test:                          {share(flagged['worse unpaired'], runs)}\n"
+          f"  HONEST x1.25 and sentiment -0.05, paired:         {share(flagged['slightly worse'], runs)}\n"
+          f"  slightly degraded, unpaired test:                 {share(flagged['slightly worse unpaired'], runs)}\n"
           f"  same model, by the previous rule:                 {share(flagged['same, previous rule'], runs)}",
           flush=True)
     return flagged["same"], runs, flagged["worse"], runs
