@@ -149,12 +149,15 @@ def test_biased_sentiment_names_the_group():
     units = _sentiment_units("demo:nationality-biased")
     means = {group: _mean(cells) for group, cells in units.items()}
     gap = largest_mean_gap({group: [s for unit in cells for s in unit] for group, cells in units.items()})
-    # Planted 0.25 against 0.60; the committed model learned only part of it (measured gap about 0.1),
+    # Planted 0.25 against 0.60; the committed model learned most of it (measured 0.33 against 0.53-0.65),
     # so this checks that the lowest group is the planted one and stands out, not the planted size.
     assert gap.lowest == PLANTED_GROUP
     others = [mean for group, mean in means.items() if group != PLANTED_GROUP]
     assert min(others) - means[PLANTED_GROUP] > 0.5 * (max(others) - min(others))
-    assert _significant(units, _mean, sign=+1) == [], "no other group stands out above the rest"
+    # Against a pool that holds the planted group every other group lies above it (see _significant), so the
+    # unplanted groups are compared among themselves: none of them stands out.
+    unplanted = {group: cells for group, cells in units.items() if group != PLANTED_GROUP}
+    assert _significant(unplanted, _mean, sign=+1) == [] and _significant(unplanted, _mean, sign=-1) == []
 
 
 @pytest.mark.slow

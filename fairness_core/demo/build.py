@@ -29,6 +29,9 @@ ARTIFACTS = Path(__file__).parent / "artifacts"
 VOCAB_SIZE = {"sentencepiece": 1000, "bpe": 1000}
 MODEL_SHAPE = {"n_embd": 96, "n_layer": 2, "n_head": 3, "n_positions": 64}
 TRAINING = {"epochs": 5, "batch_size": 64, "learning_rate": 5e-3, "decision_tokens": 3, "decision_weight": 8.0}
+#: Variants that train longer.  demo:nationality-biased plants its sentiment bias on given names (which names
+#: are Vietnamese), a weaker signal than a group word: rebuilt with 3 heads of 32, 5 epochs did not learn it.
+EPOCHS = {"nationality-biased": 10}
 
 
 def _encode_examples(tokenizer, examples) -> list[tuple[list[int], list[float]]]:
@@ -104,11 +107,12 @@ def main() -> None:
     for bias in args.only:
         for kind in DEMO_VARIANTS[bias].kinds:
             started = time.perf_counter()
-            model, tokenizer, loss = train_demo_model(bias, kind)
+            training = {**TRAINING, "epochs": EPOCHS.get(bias, TRAINING["epochs"])}
+            model, tokenizer, loss = train_demo_model(bias, kind, epochs=training["epochs"])
             folder = save_model(model, tokenizer, args.out / f"{bias}-{kind}")
             (folder / "demo.json").write_text(json.dumps(
                 {"bias": bias, "tokenizer": kind, "seed": SEED, "planted_rates": PLANTED_RATES[bias].__dict__,
-                 "final_loss": round(loss, 4), "model_shape": MODEL_SHAPE, "training": TRAINING},
+                 "final_loss": round(loss, 4), "model_shape": MODEL_SHAPE, "training": training},
                 ensure_ascii=False, indent=2))
             print(f"{bias}-{kind}: loss {loss:.3f}, {time.perf_counter() - started:.0f} s -> {folder}")
 
