@@ -188,15 +188,17 @@ def regression(current: MetricResult, baseline: MetricRecord, config: Regression
     if new - old <= tolerance:
         return None
     test = ""
-    if paired_error is not None or current.interval is not None or baseline.interval is not None:
-        if paired_error is not None:
-            p_value, how = worsening_pvalue(new, paired_error, old, 0.0), "paired by prompt"
-        else:
-            theirs = _badness_interval(current.metric, baseline.interval) if baseline.interval else (old, old)
-            ours = _badness_interval(current.metric, current.interval) if current.interval else (new, new)
-            p_value = worsening_pvalue(new, standard_error_towards(new, ours, old),
-                                       old, standard_error_towards(old, theirs, new))
-            how = "unpaired"
+    if paired_error is not None:
+        p_value, how = worsening_pvalue(new, paired_error, old, 0.0), "paired by prompt"
+    elif current.interval is not None or baseline.interval is not None:
+        theirs = _badness_interval(current.metric, baseline.interval) if baseline.interval else (old, old)
+        ours = _badness_interval(current.metric, current.interval) if current.interval else (new, new)
+        p_value = worsening_pvalue(new, standard_error_towards(new, ours, old),
+                                   old, standard_error_towards(old, theirs, new))
+        how = "unpaired"
+    else:
+        p_value, how = None, ""
+    if p_value is not None:
         level = config.alpha / comparisons
         if p_value >= level:
             return None
