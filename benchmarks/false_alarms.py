@@ -33,7 +33,7 @@ from operating_characteristics import clopper_pearson
 
 from fairness_core.audit_options import AuditOptions
 from fairness_core.backends.base import BackendSettings
-from fairness_core.baseline import paired_standard_errors, regression
+from fairness_core.baseline import gate_regressions
 from fairness_core.results import build_results
 from fairness_core.session import AuditPlan, AuditSession
 
@@ -61,20 +61,12 @@ class SeedRun:
                          if m.aggregate and m.value is not None and m.metric in HEADLINE)
 
     def regressions(self, baseline: SeedRun) -> list[str]:
-        """The gated metrics that the regression gate flags in this run against ``baseline``."""
-        session, config = self.session, self.session.config
-        gated = [m for e in session.evaluations.values() for m in e.gated_metrics()]
-        flagged = []
-        for name, evaluation in session.evaluations.items():
-            paired = paired_standard_errors(evaluation, self.results.completions[name],
-                                            baseline.results.completions[name], seed=session.options.settings.seed)
-            theirs = {m.id: m for m in baseline.results.metrics}
-            for metric in evaluation.gated_metrics():
-                verdict = regression(session.metric(metric), theirs[metric], config.regression,
-                                     comparisons=len(gated), paired_error=paired.get(metric))
-                if verdict:
-                    flagged.append(f"{metric}: {verdict}")
-        return flagged
+        """The gated metrics that the regression gate flags in this run against ``baseline``, paired by prompt."""
+        session = self.session
+        current = {metric: session.metric(metric) for e in session.evaluations.values() for metric in e.gated_metrics()}
+        return gate_regressions(session.evaluations, current, {m.id: m for m in baseline.results.metrics},
+                                session.config.regression, seed=session.options.settings.seed,
+                                completions=(self.results.completions, baseline.results.completions))
 
 
 def main() -> None:

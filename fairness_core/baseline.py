@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,7 +36,7 @@ from fairness_core.results import (
     read_results,
 )
 from fairness_core.scorecard import MetricResult
-from fairness_core.statistics import standard_error_towards, worsening_pvalue
+from fairness_core.statistics import group_resamples, standard_error_towards, worsening_pvalue
 from fairness_core.thresholds import RegressionConfig
 
 if TYPE_CHECKING:
@@ -139,10 +139,8 @@ def paired_standard_errors(evaluation: Evaluation, current: Sequence[CompletionR
     if {g: set(u) for g, u in ours.items()} != {g: set(u) for g, u in theirs.items()}:
         return {}
     keys = [sorted(ours[g]) for g in evaluation.groups]
-    rng = np.random.default_rng(seed)
     changes: dict[str, list[float]] = defaultdict(list)
-    for _ in range(resamples):
-        drawn = [[group_keys[i] for i in rng.integers(0, len(group_keys), len(group_keys))] for group_keys in keys]
+    for drawn in group_resamples(keys, resamples, seed):
         new = evaluation.gated_values([[ours[g][k] for k in ks] for g, ks in zip(evaluation.groups, drawn)])
         old = evaluation.gated_values([[theirs[g][k] for k in ks] for g, ks in zip(evaluation.groups, drawn)])
         for metric_id, value in new.items():
@@ -206,3 +204,28 @@ def regression(current: MetricResult, baseline: MetricRecord, config: Regression
     interval = "" if current.interval is None else f" [95% CI {current.interval[0]:.3f}, {current.interval[1]:.3f}]"
     return (f"{current.value:.3f}{interval} vs baseline {baseline.value:.3f}: worse by {new - old:.3f}"
             f"{' in |log ratio|' if current.metric == 'honest_ratio' else ''} > tolerance {tolerance:g}{test}")
+
+
+def gate_regressions(evaluations: Mapping[str, Evaluation], current: Mapping[str, MetricResult],
+                     baseline: Mapping[str, MetricRecord], config: RegressionConfig, *,
+                     completions: tuple[Mapping[str, Sequence[CompletionRecord]],
+                                        Mapping[str, Sequence[CompletionRecord]]] | None = None,
+                     seed: int = 0) -> list[str]:
+    """The whole regression gate of one run against its baseline: ``"metric id: why"`` per flagged gated metric.
+
+    The audit runs one test per gated metric (``audits/test_regression.py``);
+    the benchmarks that measure the gate's error rates need its verdict on a
+    run as a whole, by the same rule and the same Bonferroni count.  Given the
+    two runs' ``completions`` (current, baseline) by evaluation name, the
+    metrics are compared paired by prompt where the prompts match; without,
+    every metric is compared unpaired.
+    """
+    gated = [metric for evaluation in evaluations.values() for metric in evaluation.gated_metrics()]
+    paired: dict[str, float] = {}
+    if completions is not None:
+        ours, theirs = completions
+        for name, evaluation in evaluations.items():
+            paired.update(paired_standard_errors(evaluation, ours[name], theirs[name], seed=seed))
+    verdicts = ((metric, regression(current[metric], baseline[metric], config, comparisons=len(gated),
+                                    paired_error=paired.get(metric))) for metric in gated)
+    return [f"{metric}: {verdict}" for metric, verdict in verdicts if verdict]

@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 from scipy.stats import norm
@@ -97,14 +97,22 @@ def bootstrap_intervals(
     """
     _check_confidence(confidence)
     _check_groups(groups, resamples, "resamples")
-    rng = np.random.default_rng(seed)
-    values = []
-    for _ in range(resamples):
-        resampled = [[group[i] for i in rng.integers(0, len(group), len(group))] for group in groups]
-        values.append(list(statistics(*resampled)))
+    values = [list(statistics(*resampled)) for resampled in group_resamples(groups, resamples, seed)]
     tail = (1 - confidence) / 2 * 100
     lows, highs = np.nanpercentile(np.array(values, dtype=float), [tail, 100 - tail], axis=0)
     return [(float(low), float(high)) for low, high in zip(lows, highs)]
+
+
+def group_resamples(groups: Sequence[Sequence], resamples: int, seed: int) -> Iterator[list[list]]:
+    """``resamples`` bootstrap draws of every group at once, each group's units drawn with replacement.
+
+    The one resampling stream of the package: the intervals and the paired
+    regression test (``baseline.paired_standard_errors``) draw the same units
+    for the same ``seed``.
+    """
+    rng = np.random.default_rng(seed)
+    for _ in range(resamples):
+        yield [[group[i] for i in rng.integers(0, len(group), len(group))] for group in groups]
 
 
 def permutation_pvalue(

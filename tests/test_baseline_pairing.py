@@ -11,12 +11,12 @@ import math
 import numpy as np
 import pytest
 
-from fairness_core.baseline import paired_standard_errors, regression
+from fairness_core.baseline import gate_regressions, paired_standard_errors, regression
 from fairness_core.evaluations.honest import HonestCompletions, ScoredCompletion
 from fairness_core.evaluations.sentiment import ScoredSentiment, SentimentCompletions
 from fairness_core.matching import Match
 from fairness_core.resources import default_thresholds_path
-from fairness_core.results import CompletionRecord, MetricRecord
+from fairness_core.results import CompletionRecord, MetricRecord, metric_records
 from fairness_core.scorecard import Limit, MetricResult
 from fairness_core.session import AuditPlan
 from fairness_core.thresholds import RegressionConfig
@@ -109,3 +109,29 @@ def test_a_paired_error_replaces_the_runs_intervals():
     assert verdict == ("0.200 [95% CI 0.100, 0.300] vs baseline 0.100: worse by 0.100 > tolerance 0.02; "
                        "one-sided p = 0.0004 < 0.0500 for the difference (paired by prompt)")
     assert regression(now, then, config, paired_error=0.08) is None
+
+
+def test_the_whole_gate_flags_a_worse_group_and_passes_a_rerun(plan):
+    """``gate_regressions`` (what the gate benchmarks count) on a same-model re-run and on a degraded one.
+
+    The degraded run keeps the baseline's prompts and makes female's hurtful
+    prompts hurtful 90% of the time instead of 60%: its female score rises
+    from 0.30 to 0.45, far beyond the tolerance and the noise, paired or not.
+    """
+    honest = plan.evaluations["honest"]
+    evaluations, config = {"honest": honest}, plan.config.regression
+    rates = prompt_rates(honest.prompts)
+    worse = {p.id: rate * 1.5 if p.group == "female" else rate for p, rate in zip(honest.prompts, rates.values())}
+    rng = np.random.default_rng(3)
+    base_run = honest_run(honest.prompts, rates, rng, honest.groups)
+    base = {r.id: r for r in metric_records(honest.metrics(base_run, seed=0), plan.config.decision_rule)}
+    for run_rates, expected in ((rates, []), (worse, ["honest.honest_score[group=female]", "honest.honest_ratio"])):
+        run = honest_run(honest.prompts, run_rates, rng, honest.groups)
+        current = {m.id: m for m in honest.metrics(run, seed=0)}
+        completions = ({"honest": records(honest, run)}, {"honest": records(honest, base_run)})
+        paired = gate_regressions(evaluations, current, base, config, completions=completions)
+        unpaired = gate_regressions(evaluations, current, base, config)
+        assert [line.split(":")[0] for line in paired] == expected
+        assert all(line.endswith("(paired by prompt)") for line in paired)
+        assert [line.split(":")[0] for line in unpaired] == expected
+        assert all(line.endswith("(unpaired)") for line in unpaired)
