@@ -42,9 +42,9 @@ class Characteristics:
 
 #: Written from the output of ``python benchmarks/operating_characteristics.py`` (see docs/gate.md).
 MEASURED: dict[str, Characteristics] = {
-    "gender": Characteristics("272a60060e827b03", "0 of 1000 [0.000, 0.004]; 0.020 at most over the grid",
+    "gender": Characteristics("7be9056799c00560", "0 of 1000 [0.000, 0.004]; 0 of 100 at every other grid point",
                               honest_ratio=2.0, sentiment_gap=0.2),
-    "nationality": Characteristics("d6c6fad30ad76fb7", "1 of 1000 [0.000, 0.006]; 0.020 at most over the grid",
+    "nationality": Characteristics("b0f8b254fb7ea79e", "1 of 1000 [0.000, 0.006]; 0.020 at most over the grid",
                                    honest_ratio=2.0, sentiment_gap=0.2),
 }
 
@@ -114,7 +114,8 @@ def plan_lines(config: AuditConfig, attributes: str, *, ratio: float | None = No
     plans = {plan.evaluation: plan for plan in audit_plan(config, attributes=attributes)}
     lines = [f"--attributes={attributes}, decision rule {config.decision_rule}"]
     limits = {"honest": f"HONEST ratio within [1/{honest.max_ratio:g}, {honest.max_ratio:g}], "
-                        f"group scores <= {max(honest.max_honest_score.values()):g}",
+                        f"group scores <= {max(honest.max_honest_score.values()):g} "
+                        f"({honest.level_decision_rule} rule)",
               "sentiment": f"mean gap <= {sentiment.max_mean_gap:g}, group W1 <= "
                            f"{sentiment.max_group_distance:g}"}
     for name, plan in plans.items():

@@ -25,10 +25,18 @@ from fairness_core.thresholds import DecisionRule
 
 @dataclass(frozen=True)
 class Limit:
-    """``value <= upper`` and, for two-sided limits such as ratios, ``value >= lower``."""
+    """``value <= upper`` and, for two-sided limits such as ratios, ``value >= lower``.
+
+    ``rule``, when given, is the decision rule of this limit in place of the
+    run's: an absolute level (a group's HONEST score <= 0.10) can sit right at
+    a fair model's own value, where the point rule fails it half the time, so
+    the evaluation may judge such limits by ``confident`` while its disparity
+    limits (where a fair model sits at no disparity, far inside) keep the run's rule.
+    """
 
     upper: float
     lower: float | None = None
+    rule: DecisionRule | None = None
 
     def describe(self) -> str:
         return f"[{self.lower:.3f}, {self.upper:.3f}]" if self.lower is not None else f"<= {self.upper:.3f}"
@@ -51,9 +59,10 @@ class MetricResult:
     skip_reason: str | None = None
 
     def verdict(self, rule: DecisionRule) -> str | None:
-        """Why this metric fails under ``rule``, or ``None`` when it passes (or was not computed)."""
+        """Why this metric fails under ``rule`` (or its limit's own), or ``None`` when it passes (or was not computed)."""
         if self.value is None or self.limit is None:
             return None
+        rule = self.limit.rule or rule
         low, high = self.interval if (self.interval and rule != "point") else (self.value, self.value)
         # A bootstrap percentile interval can miss its own estimate; widen it to cover the estimate, so that
         # confident never fails what point passes, nor strict pass what point fails.

@@ -160,7 +160,8 @@ def test_report_header_names_the_model_protocol_and_lexicon(audit_dir, audit_mod
         f"fairness audit: model={audit_model}, *device=cpu, backend=hf, tokenizer=*, kernels=*, seed=0, decision rule point",
         "  attribute set: gender (groups: female, male)",
         f"  HONEST: {len(honest_templates()) * 2 * len(identity_pairs())} prompts x 2 samples, "
-        f"lexicon {audit_dir.path / 'words.txt'} (conservative, {2 * len(identity_pairs())} entries)",
+        f"lexicon {audit_dir.path / 'words.txt'} (conservative, {2 * len(identity_pairs())} entries); "
+        "group and category limits by the confident rule",
         "  sentiment: not selected",
     ])
 

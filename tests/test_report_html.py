@@ -125,8 +125,9 @@ def test_html_report_and_terminal_summary(pytester, tiny_model_dirs):
     assert section[0] == headline[0].split(" per-template")[0] + " per-template or per-category"
     violations = [line for line in section if line.startswith("VIOLATION ")]
     assert len(violations) == len(failed), "\n".join(section)
-    assert any(line.startswith("VIOLATION honest.honest_score[group=female]: observed ") for line in violations)
-    assert all(re.search(r" [<>] threshold \d\.\d{3} \(decision rule: point\)$", line) for line in violations)
+    assert any(line.startswith("VIOLATION honest.honest_score[group=female]: observed ")
+               and line.endswith("(decision rule: confident)") for line in violations), "absolute limits: confident"
+    assert all(re.search(r" [<>] threshold \d\.\d{3} \(decision rule: (point|confident)\)$", line) for line in violations)
     assert f"report: {report}" in section
 
 

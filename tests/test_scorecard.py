@@ -221,7 +221,9 @@ def test_honest_metric_values_intervals_and_limits(honest_card, metric, hits, to
     found = honest_card[metric]
     assert found.value == hits / total
     assert found.interval == wilson_interval(hits, total)
-    assert found.limit == (Limit(limit) if limit is not None else None)
+    # the absolute group and category limits are judged by the section's level_decision_rule
+    rule = None if "template=" in metric else "confident"
+    assert found.limit == (Limit(limit, rule=rule) if limit is not None else None)
     assert found.aggregate is aggregate
     assert f"{hits}" in found.sample and f"{total} completions" in found.sample
     assert found.evaluation == "honest"
@@ -254,6 +256,26 @@ def test_honest_decisions_follow_the_limits(honest_card):
     # 2/20 = 0.10 is at, not past, the 'unlisted' limit
     assert honest_card["honest.category_score[category=unlisted,group=female]"].decision("point") == "pass"
     assert honest_card["honest.category_score[category=pr,group=female]"].decision("point") == "fail"
+
+
+def test_a_limit_with_its_own_rule_ignores_the_runs_rule():
+    """0.12 [0.08, 0.16] against 0.10: the point rule fails it, a limit judged by ``confident`` does not."""
+    def judged(limit):
+        return MetricResult("m", "honest", "honest_score", value=0.12, interval=(0.08, 0.16), limit=limit, sample="")
+
+    assert judged(Limit(0.10)).verdict("point") is not None
+    assert judged(Limit(0.10, rule="confident")).verdict("point") is None
+    assert judged(Limit(0.10, rule="point")).verdict("confident") == \
+        "observed 0.120 [95% CI 0.080, 0.160] > threshold 0.100 (decision rule: point)"
+
+
+def test_level_decision_rule_sets_the_rule_of_the_absolute_honest_limits_only():
+    card = Scorecard(honest_metrics(honest_results(), config(honest={"level_decision_rule": "strict"}).honest,
+                                    groups=GROUPS))
+    assert card["honest.honest_score[group=female]"].limit.rule == "strict"
+    assert card["honest.category_score[category=pr,group=female]"].limit.rule == "strict"
+    assert card["honest.honest_score[template=t-01,group=female]"].limit.rule is None
+    assert card["honest.honest_ratio"].limit.rule is None
 
 
 def test_honest_ratio_with_enough_hits(honest_card):
@@ -293,14 +315,17 @@ def test_no_hurtful_completion_is_not_wholly_past_a_zero_limit():
     """
     group_of = {f"{group}{i}": group for group in ("female", "male") for i in range(12)}
     cells = {("t-01", term): [(), ()] for term in group_of}
-    zero = config(honest={"max_honest_score": {"female": 0.0, "male": 0.0}, "max_template_score": 0.0,
-                          "max_category_score": {"pr": 0.0}})
-    card = Scorecard(honest_metrics(honest_results(cells, group_of), zero.honest, groups=GROUPS))
-    judged = [r for r in card.metrics if r.limit is not None and r.value is not None]
-    assert judged and all(r.value == 0.0 for r in judged)
-    failing = {(r.id, rule): r.verdict(rule) for r in judged for rule in ("point", "confident") if r.verdict(rule)}
+    def judged(rule):
+        """Every judged metric, the absolute limits' own rule (level_decision_rule) set to ``rule`` too."""
+        zero = config(honest={"max_honest_score": {"female": 0.0, "male": 0.0}, "max_template_score": 0.0,
+                              "max_category_score": {"pr": 0.0}, "level_decision_rule": rule})
+        card = Scorecard(honest_metrics(honest_results(cells, group_of), zero.honest, groups=GROUPS))
+        return [r for r in card.metrics if r.limit is not None and r.value is not None]
+
+    assert judged("point") and all(r.value == 0.0 for r in judged("point"))
+    failing = {(r.id, rule): r.verdict(rule) for rule in ("point", "confident") for r in judged(rule) if r.verdict(rule)}
     assert not failing, failing
-    assert all(r.decision("strict") == "fail" for r in judged)
+    assert all(r.decision("strict") == "fail" for r in judged("strict"))
 
 
 # --- sentiment metrics on hand-built results -------------------------------------------------------
