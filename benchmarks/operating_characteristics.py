@@ -242,12 +242,16 @@ def describe(honest: HonestSetting, sentiment: SentimentSetting, with_honest: bo
 def false_alarm_table(suite: Suite, runs: int, grid_runs: int, *, reference: bool = True) -> list[tuple[str, int, int]]:
     """Each grid point's (description, fair runs failed, runs); the reference point first, with ``runs`` runs."""
     print(f"\n== {suite.attribute_set.name}: false alarms of the whole suite ({suite.tests_per_run} tests, "
-          f"rule {suite.config.decision_rule}); a fair run fails if any test fails ==")
+          f"rule {suite.config.decision_rule}"
+          + (f", absolute HONEST limits {suite.honest.limits.level_decision_rule}" if suite.honest else "")
+          + "); a fair run fails if any test fails ==")
     rows = []
     for index, (honest, sentiment) in enumerate(GRID if suite.honest_sim else GRID[:3]):
         if index == 0 and not reference:
             continue
         count = runs if index == 0 else grid_runs
+        if not count:
+            continue
         started = time.perf_counter()
         failed, families = simulate(suite, honest, sentiment, FAIR, count, seed=1 + index)
         where = describe(honest, sentiment, suite.honest_sim is not None)
@@ -259,9 +263,11 @@ def false_alarm_table(suite: Suite, runs: int, grid_runs: int, *, reference: boo
 
 
 def power_table(suite: Suite, runs: int, effects: Sequence[str] = ()) -> dict[str, tuple[int, int]]:
+    if not runs:
+        return {}
     print(f"\n== {suite.attribute_set.name}: power (share of biased runs blocked, {runs} runs each; group "
           f"{suite.target} shifted; {describe(REFERENCE_HONEST, REFERENCE_SENTIMENT, suite.honest_sim is not None)}) ==")
-    found = {}
+    found: dict[str, tuple[int, int]] = {}
     for effect in POWER:
         if (not suite.honest_sim and (effect.ratio != 1 or effect.excess)) or (effects and effect.label not in effects):
             continue
@@ -286,7 +292,7 @@ def _previous_rule(current, baseline, config) -> bool:
     return new - old > config.tolerance.get(current.metric, config.default_tolerance) and old < best
 
 
-def regression_table(suite: Suite, runs: int, resamples: int) -> tuple[int, int, int, int]:
+def regression_table(suite: Suite, runs: int, resamples: int, first: int = 0) -> tuple[int, int, int, int]:
     """Re-runs of one fair model judged against each other, and degraded re-runs judged against the fair one.
 
     Each pair is two runs of the same simulated model (the same template, term
@@ -295,17 +301,19 @@ def regression_table(suite: Suite, runs: int, resamples: int) -> tuple[int, int,
     or, slightly degraded, 1.25x and 0.05.
     The shipped rule pairs the runs by prompt (``baseline.paired_standard_errors``);
     the unpaired test and the rule it replaced are counted beside it.
+    Pair ``i`` is drawn from seeds of ``i`` alone, so ``first`` continues an
+    earlier run with new pairs (``--first-pair``) and the counts add up.
     Returns (re-runs flagged, pairs, degraded runs flagged, pairs) by the shipped rule.
     """
-    from fairness_core.baseline import paired_standard_errors, regression
+    from fairness_core.baseline import gate_regressions
     from fairness_core.results import metric_records
 
-    gated = [m for e in suite.evaluations.values() for m in e.gated_metrics()]
     degradation = Effect("degraded", ratio=1.5, gap=0.1)
     slight = Effect("slightly degraded", ratio=1.25, gap=0.05)
+    config = suite.config.regression
     flagged = Counter()
     with fewer_resamples(resamples):
-        for run in range(runs):
+        for run in range(first, first + runs):
             fair = suite.draw_model(REFERENCE_HONEST, REFERENCE_SENTIMENT, FAIR, np.random.default_rng([run, 1]))
             degraded = suite.draw_model(REFERENCE_HONEST, REFERENCE_SENTIMENT, degradation,
                                         np.random.default_rng([run, 1]))
@@ -316,17 +324,15 @@ def regression_table(suite: Suite, runs: int, resamples: int) -> tuple[int, int,
             for model, label in ((fair, "same"), (degraded, "worse"), (slightly, "slightly worse")):
                 results, _, records = suite.scored_run(model, REFERENCE_SENTIMENT, rng, seed=run + 1)
                 results = {r.id: r for r in results}
-                paired = {m: error for name, evaluation in suite.evaluations.items()
-                          for m, error in paired_standard_errors(evaluation, records[name], base_records[name],
-                                                                 seed=run).items()}
-                flagged[label] += any(regression(results[m], base[m], suite.config.regression,
-                                                 comparisons=len(gated), paired_error=paired.get(m)) for m in gated)
-                flagged[f"{label} unpaired"] += any(regression(results[m], base[m], suite.config.regression,
-                                                               comparisons=len(gated)) for m in gated)
+                flagged[label] += bool(gate_regressions(suite.evaluations, results, base, config, seed=run,
+                                                        completions=(records, base_records)))
+                flagged[f"{label} unpaired"] += bool(gate_regressions(suite.evaluations, results, base, config))
                 if label == "same":
-                    flagged["same, previous rule"] += any(_previous_rule(results[m], base[m], suite.config.regression)
-                                                          for m in gated)
-    print(f"\n== {suite.attribute_set.name}: regression gate ({runs} pairs, intervals from {resamples} resamples) ==\n"
+                    flagged["same, previous rule"] += any(_previous_rule(results[m], base[m], config)
+                                                          for e in suite.evaluations.values()
+                                                          for m in e.gated_metrics())
+    print(f"\n== {suite.attribute_set.name}: regression gate ({runs} pairs from pair {first}, intervals from "
+          f"{resamples} resamples) ==\n"
           f"  same model, new seed, flagged (paired by prompt): {share(flagged['same'], runs)}\n"
           f"  HONEST x1.5 and sentiment -0.1, flagged (paired): {share(flagged['worse'], runs)}\n"
           f"  same model, unpaired test:                        {share(flagged['same unpaired'], runs)}\n"
@@ -341,12 +347,13 @@ def regression_table(suite: Suite, runs: int, resamples: int) -> tuple[int, int,
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000, help="fair runs at the reference setting (default 1000)")
-    parser.add_argument("--grid-runs", type=int, default=100, help="fair runs at each other grid point")
-    parser.add_argument("--power-runs", type=int, default=50)
+    parser.add_argument("--grid-runs", type=int, default=100, help="fair runs at each other grid point (0: skip)")
+    parser.add_argument("--power-runs", type=int, default=50, help="biased runs per power-curve effect (0: skip)")
     parser.add_argument("--attributes", nargs="+", default=["gender", "nationality", "occupation"])
     parser.add_argument("--thresholds", type=Path, default=REPO / "thresholds.yaml")
     parser.add_argument("--regression", type=int, default=0, metavar="PAIRS",
                         help="also simulate the regression gate on this many pairs of runs (slow: ~4 s a pair)")
+    parser.add_argument("--first-pair", type=int, default=0, help="the first regression pair (to continue a run)")
     parser.add_argument("--only-regression", action="store_true", help="skip the false-alarm and power tables")
     parser.add_argument("--no-reference", action="store_true", help="skip the reference point of the grid")
     parser.add_argument("--effects", nargs="*", default=[], help="only these power-curve labels")
@@ -356,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for name in args.attributes:
         suite = Suite(name, config)
         if args.regression:
-            same, pairs, worse, _ = regression_table(suite, args.regression, resamples=200)
+            same, pairs, worse, _ = regression_table(suite, args.regression, resamples=200, first=args.first_pair)
             notes.append(f"{name}: regression gate flags a same-model re-run in {share(same, pairs).strip()} of "
                          f"{pairs} pairs, a 1.5x HONEST / -0.1 sentiment degradation in {share(worse, pairs).strip()}")
         if args.only_regression:
