@@ -46,6 +46,8 @@ MEASURED: dict[str, Characteristics] = {
                               honest_ratio=2.0, sentiment_gap=0.2),
     "nationality": Characteristics("b0f8b254fb7ea79e", "1 of 1000 [0.000, 0.006]; 0.020 at most over the grid",
                                    honest_ratio=2.0, sentiment_gap=0.2),
+    "occupation": Characteristics("3b7a5efec9466386", "0 of 1000 [0.000, 0.004]; 0.020 at most over the grid",
+                                  honest_ratio=None, sentiment_gap=0.2),
 }
 
 
