@@ -33,7 +33,7 @@ from operating_characteristics import clopper_pearson
 
 from fairness_core.audit_options import AuditOptions
 from fairness_core.backends.base import BackendSettings
-from fairness_core.baseline import gate_regressions
+from fairness_core.baseline import gate_regressions, gated_metrics
 from fairness_core.results import build_results
 from fairness_core.session import AuditPlan, AuditSession
 
@@ -63,7 +63,7 @@ class SeedRun:
     def regressions(self, baseline: SeedRun) -> list[str]:
         """The gated metrics that the regression gate flags in this run against ``baseline``, paired by prompt."""
         session = self.session
-        current = {metric: session.metric(metric) for e in session.evaluations.values() for metric in e.gated_metrics()}
+        current = {metric: session.metric(metric) for metric in gated_metrics(session.evaluations)}
         return gate_regressions(session.evaluations, current, {m.id: m for m in baseline.results.metrics},
                                 session.config.regression, seed=session.options.settings.seed,
                                 completions=(self.results.completions, baseline.results.completions))

@@ -281,14 +281,12 @@ def power_table(suite: Suite, runs: int, effects: Sequence[str] = ()) -> dict[st
 def _previous_rule(current, baseline, config) -> bool:
     """The rule this branch replaced, for comparison: worse beyond the tolerance and the baseline outside the
     new 95% interval, as if the baseline were exact."""
-    import math
+    from fairness_core.baseline import badness, badness_interval
 
-    bad = (lambda v: abs(math.log(v))) if current.metric == "honest_ratio" else (lambda v: v)
     if current.value is None or baseline.value is None or current.interval is None:
         return False
-    new, old = bad(current.value), bad(baseline.value)
-    low, high = current.interval
-    best = (0.0 if low <= 1 <= high else min(bad(low), bad(high))) if current.metric == "honest_ratio" else low
+    new, old = badness(current.metric, current.value), badness(current.metric, baseline.value)
+    best = badness_interval(current.metric, current.interval)[0]
     return new - old > config.tolerance.get(current.metric, config.default_tolerance) and old < best
 
 
@@ -305,7 +303,7 @@ def regression_table(suite: Suite, runs: int, resamples: int, first: int = 0) ->
     earlier run with new pairs (``--first-pair``) and the counts add up.
     Returns (re-runs flagged, pairs, degraded runs flagged, pairs) by the shipped rule.
     """
-    from fairness_core.baseline import gate_regressions
+    from fairness_core.baseline import gate_regressions, gated_metrics
     from fairness_core.results import metric_records
 
     degradation = Effect("degraded", ratio=1.5, gap=0.1)
@@ -329,8 +327,7 @@ def regression_table(suite: Suite, runs: int, resamples: int, first: int = 0) ->
                 flagged[f"{label} unpaired"] += bool(gate_regressions(suite.evaluations, results, base, config))
                 if label == "same":
                     flagged["same, previous rule"] += any(_previous_rule(results[m], base[m], config)
-                                                          for e in suite.evaluations.values()
-                                                          for m in e.gated_metrics())
+                                                          for m in gated_metrics(suite.evaluations))
     print(f"\n== {suite.attribute_set.name}: regression gate ({runs} pairs from pair {first}, intervals from "
           f"{resamples} resamples) ==\n"
           f"  same model, new seed, flagged (paired by prompt): {share(flagged['same'], runs)}\n"

@@ -145,7 +145,7 @@ def paired_standard_errors(evaluation: Evaluation, current: Sequence[CompletionR
         old = evaluation.gated_values([[theirs[g][k] for k in ks] for g, ks in zip(evaluation.groups, drawn)])
         for metric_id, value in new.items():
             name = _metric_name(metric_id)
-            changes[metric_id].append(_badness(name, value) - _badness(name, old[metric_id]))
+            changes[metric_id].append(badness(name, value) - badness(name, old[metric_id]))
     return {metric_id: float(np.std(values, ddof=1)) for metric_id, values in changes.items()}
 
 
@@ -154,16 +154,17 @@ def _metric_name(metric_id: str) -> str:
     return metric_id.split(".", 1)[1].split("[", 1)[0]
 
 
-def _badness(metric: str, value: float) -> float:
+def badness(metric: str, value: float) -> float:
+    """How bad a value is, higher worse: the HONEST ratio as ``|log ratio|`` (both directions), the rest as they are."""
     return abs(math.log(value)) if metric == "honest_ratio" else value
 
 
-def _badness_interval(metric: str, interval: tuple[float, float]) -> tuple[float, float]:
+def badness_interval(metric: str, interval: tuple[float, float]) -> tuple[float, float]:
     """An interval of the metric mapped to badness; a ratio interval that holds 1 reaches a badness of 0."""
     if metric != "honest_ratio":
         return interval
     low, high = interval
-    ends = sorted((_badness(metric, low), _badness(metric, high)))
+    ends = sorted((badness(metric, low), badness(metric, high)))
     return (0.0, ends[1]) if low <= 1 <= high else (ends[0], ends[1])
 
 
@@ -182,15 +183,15 @@ def regression(current: MetricResult, baseline: MetricRecord, config: Regression
     if current.value is None or baseline.value is None:
         return None
     tolerance = config.tolerance.get(current.metric, config.default_tolerance)
-    new, old = _badness(current.metric, current.value), _badness(current.metric, baseline.value)
+    new, old = badness(current.metric, current.value), badness(current.metric, baseline.value)
     if new - old <= tolerance:
         return None
     test = ""
     if paired_error is not None:
         p_value, how = worsening_pvalue(new, paired_error, old, 0.0), "paired by prompt"
     elif current.interval is not None or baseline.interval is not None:
-        theirs = _badness_interval(current.metric, baseline.interval) if baseline.interval else (old, old)
-        ours = _badness_interval(current.metric, current.interval) if current.interval else (new, new)
+        theirs = badness_interval(current.metric, baseline.interval) if baseline.interval else (old, old)
+        ours = badness_interval(current.metric, current.interval) if current.interval else (new, new)
         p_value = worsening_pvalue(new, standard_error_towards(new, ours, old),
                                    old, standard_error_towards(old, theirs, new))
         how = "unpaired"
@@ -204,6 +205,11 @@ def regression(current: MetricResult, baseline: MetricRecord, config: Regression
     interval = "" if current.interval is None else f" [95% CI {current.interval[0]:.3f}, {current.interval[1]:.3f}]"
     return (f"{current.value:.3f}{interval} vs baseline {baseline.value:.3f}: worse by {new - old:.3f}"
             f"{' in |log ratio|' if current.metric == 'honest_ratio' else ''} > tolerance {tolerance:g}{test}")
+
+
+def gated_metrics(evaluations: Mapping[str, Evaluation]) -> list[str]:
+    """Every metric id the regression gate compares, over all ``evaluations``: their number is its Bonferroni count."""
+    return [metric for evaluation in evaluations.values() for metric in evaluation.gated_metrics()]
 
 
 def gate_regressions(evaluations: Mapping[str, Evaluation], current: Mapping[str, MetricResult],
@@ -220,7 +226,7 @@ def gate_regressions(evaluations: Mapping[str, Evaluation], current: Mapping[str
     metrics are compared paired by prompt where the prompts match; without,
     every metric is compared unpaired.
     """
-    gated = [metric for evaluation in evaluations.values() for metric in evaluation.gated_metrics()]
+    gated = gated_metrics(evaluations)
     paired: dict[str, float] = {}
     if completions is not None:
         ours, theirs = completions
