@@ -25,15 +25,17 @@ import vllm
 from http_support import vllm_serve  # noqa: E402  (tests/ on the path above)
 
 from fairness_core.backends.base import BackendSettings
-from fairness_core.backends.registry import create_backend
+from fairness_core.backends.catalog import create_backend
+from fairness_core.config.loading import load_attribute_set
+from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.demo.corpus import PLANTED_RATES
-from fairness_core.demo.registry import resolve_demo
-from fairness_core.evaluations.honest import evaluate_honest
-from fairness_core.lexicon import load_builtin_lexicon
-from fairness_core.matching import HurtfulMatcher
-from fairness_core.resources import honest_prompts, honest_templates, identity_pairs
+from fairness_core.demo.names import resolve_demo
+from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
+from fairness_core.evaluations.honest.matching import HurtfulMatcher
+from fairness_core.evaluations.honest.scoring import evaluate_honest
+from fairness_core.evaluations.honest.section import honest_prompts
+from fairness_core.options import resolve_model
 from fairness_core.statistics import wilson_interval
-from fairness_core.thresholds import SamplingProtocol
 
 PROTOCOL = SamplingProtocol(num_samples=5)
 MODELS = ("demo:biased", "demo:biased:bpe")
@@ -59,7 +61,7 @@ def audit(backend, label: str, model: str) -> tuple[list[str], list[str]]:
     """The completions, and any planted rate outside its interval, of one route."""
     backend = Recorder(backend)
     matcher = HurtfulMatcher(load_builtin_lexicon().at_level("conservative").entries)
-    prompts = honest_prompts(honest_templates(), identity_pairs())
+    prompts = honest_prompts(load_attribute_set("gender"))
     started = time.perf_counter()
     results = evaluate_honest(backend, prompts, PROTOCOL, matcher, groups=("female", "male"))
     seconds = time.perf_counter() - started
@@ -82,13 +84,13 @@ def main() -> int:
     problems = []
     for model in MODELS:
         with vllm_serve(model, str(resolve_demo(model)), LOGS / f"server-{model.replace(':', '-')}.log") as base_url:
-            http = create_backend("openai", BackendSettings(model=model, options={**OPENAI_OPTIONS,
-                                                                                   "base_url": base_url}))
+            http = create_backend("openai", BackendSettings(model=resolve_model(model, reads_files=False),
+                                                            options={**OPENAI_OPTIONS, "base_url": base_url}))
             print(f"{model} over HTTP: prompts as {http.description['prompts']}", flush=True)
             served, found = audit(http, "vLLM server, --backend=openai", model)
         problems += found
-        local = create_backend("vllm", BackendSettings(model=model, dtype="float32", seed=0,
-                                                      options={"tensor_parallel_size": 1}))
+        local = create_backend("vllm", BackendSettings(model=resolve_model(model, reads_files=True), dtype="float32",
+                                                      seed=0, options={"tensor_parallel_size": 1}))
         in_process, found = audit(local, "--backend=vllm", model)
         problems += found
         same = sum(a == b for a, b in zip(served, in_process))

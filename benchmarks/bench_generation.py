@@ -73,10 +73,10 @@ import transformers
 import yaml
 
 from fairness_core.backends.base import Request
-from fairness_core.backends.cpu_features import cpu_line, has_native_units
-from fairness_core.backends.cpu_kernels import kernel_shapes
-from fairness_core.backends.hf import HFBackend, load_model
-from fairness_core.backends.kernel_choice import (
+from fairness_core.backends.hf.cpu_features import cpu_line, has_native_units
+from fairness_core.backends.hf.cpu_kernels import kernel_shapes
+from fairness_core.backends.hf.engine import HFBackend, load_model
+from fairness_core.backends.hf.kernel_choice import (
     LINEAR_KERNELS,
     KernelChoice,
     KernelChooser,
@@ -84,11 +84,14 @@ from fairness_core.backends.kernel_choice import (
     linear_candidates,
     linear_support,
 )
-from fairness_core.backends.prompts import encode_prompt
+from fairness_core.backends.token_ids import encode_prompt
+from fairness_core.config.loading import load_attribute_set
+from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.demo.models import save_model, tiny_gpt2
 from fairness_core.demo.tokenizers import train_tokenizer
-from fairness_core.resources import given_names, honest_prompts, honest_templates, identity_pairs, name_templates
-from fairness_core.thresholds import SamplingProtocol
+from fairness_core.evaluations.honest.section import honest_prompts
+from fairness_core.evaluations.honest.templates import honest_templates, identity_pairs
+from fairness_core.evaluations.sentiment.templates import given_names, name_templates
 
 SEED = 0
 VOCAB_SIZE = 32000
@@ -128,7 +131,7 @@ def japanese_corpus() -> list[str]:
     there is no prompt left to prefill.  Trained on the parts, 女性が就くべき職業は
     becomes ▁女性 / が / 就 / くべき / 職 / 業 / は, a realistic prompt length.
     """
-    data = resources.files("fairness_core.data")
+    data = resources.files("fairness_core.demo") / "data"
     honest = yaml.safe_load((data / "demo_honest_continuations.yaml").read_text(encoding="utf-8"))
     sentiment = yaml.safe_load((data / "demo_sentiment_continuations.yaml").read_text(encoding="utf-8"))
     return [
@@ -376,7 +379,7 @@ def main() -> None:
     args = parser.parse_args()
     size = "quick" if args.quick else "full"
     protocol = SamplingProtocol()
-    prompts = [p.text for p in honest_prompts(honest_templates(), identity_pairs())[:PROMPT_COUNT[size]]]
+    prompts = [p.text for p in honest_prompts(load_attribute_set("gender"))[:PROMPT_COUNT[size]]]
     requests = [Request(prompt, i) for prompt in prompts for i in range(protocol.num_samples)]
 
     with tempfile.TemporaryDirectory() as folder:

@@ -19,7 +19,7 @@ times an older checkout for comparison (see benchmarks/README.md).
 
     python benchmarks/bench_groups.py [--groups 2 8 29 50]
 
-Acceptance (issue 22): 50 groups compute their metrics in under 30 s on 2 cores.
+Target: 50 groups compute their metrics in under 30 s on 2 cores.
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ from pathlib import Path
 
 import yaml
 
-from fairness_core.audit_options import AuditOptions
-from fairness_core.backends.base import BackendSettings, Completion
-from fairness_core.backends.cpu_features import cpu_line
-from fairness_core.resources import default_thresholds_path
-from fairness_core.results import build_results
-from fairness_core.session import AuditPlan, AuditSession
+from fairness_core.backends.base import BackendSettings, Completion, ModelReference
+from fairness_core.backends.hf.cpu_features import cpu_line
+from fairness_core.config.audit_options import AuditOptions
+from fairness_core.config.package_data import default_thresholds_path
+from fairness_core.reporting.results import build_results
+from fairness_core.session import AuditSession, AuditSetup
 
 #: Completions the stand-in backend draws from: hurtful ones for HONEST, polar ones for the lexicon scorer.
 POOL = ("医者になることだ。", "馬鹿だと言われた。", "とても優しい人だ。", "嫌われている。", "毎日働いている。",
@@ -81,9 +81,9 @@ def run(k: int, folder: Path) -> tuple[float, float]:
     set_path = folder / f"groups{k}.yaml"
     set_path.write_text(yaml.safe_dump(attribute_set(k), allow_unicode=True), encoding="utf-8")
     limits = thresholds(k, folder)
-    plan = AuditPlan.load(limits, str(set_path))
-    options = AuditOptions(BackendSettings(model="pool"), sentiment="lexicon")
-    session = AuditSession(options, plan, selected=list(plan.evaluations), backend=PoolBackend())
+    setup = AuditSetup.load(limits, str(set_path))
+    options = AuditOptions(BackendSettings(model=ModelReference("pool")), "pool", {"sentiment": "lexicon"})
+    session = AuditSession(options, setup, selected=list(setup.evaluations), backend=PoolBackend())
     start = time.perf_counter()
     session.compute_all()
     metrics = time.perf_counter() - start

@@ -34,11 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from http_support import transformers_serve, vllm_serve  # noqa: E402
 
 from fairness_core.backends.base import Request  # noqa: E402
-from fairness_core.backends.hf import HFBackend, load_model  # noqa: E402
+from fairness_core.backends.hf.engine import HFBackend, load_model  # noqa: E402
 from fairness_core.backends.openai import ClientSettings, OpenAIBackend  # noqa: E402
-from fairness_core.demo.registry import resolve_demo  # noqa: E402
-from fairness_core.resources import honest_prompts, honest_templates, identity_pairs  # noqa: E402
-from fairness_core.thresholds import SamplingProtocol  # noqa: E402
+from fairness_core.config.loading import load_attribute_set  # noqa: E402
+from fairness_core.config.thresholds import SamplingProtocol  # noqa: E402
+from fairness_core.demo.names import resolve_demo  # noqa: E402
+from fairness_core.evaluations.honest.section import honest_prompts  # noqa: E402
 
 CONCURRENCIES = {"transformers": (1, 4, 16), "vllm": (1, 8, 32)}
 
@@ -68,7 +69,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--server", choices=tuple(CONCURRENCIES), default="transformers")
     args = parser.parse_args()
-    prompts = honest_prompts(honest_templates(), identity_pairs())
+    prompts = honest_prompts(load_attribute_set("gender"))
     requests = [Request(prompts[i % len(prompts)].text, i // len(prompts)) for i in range(args.requests)]
     model = str(resolve_demo("demo:biased:bpe"))
     with tempfile.TemporaryDirectory(prefix="bench-http-") as scratch:

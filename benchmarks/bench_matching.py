@@ -4,7 +4,7 @@ A sentence counts as flagged when the matcher finds any entry in it.  Recall per
 category is over the hurtful sentences whose word has that category; precision
 per category is over the sentences where an entry of that category was found.
 The self-match line is the share of entries that the matcher finds in every
-carrier frame (``fairness_core.matching.self_check``).
+carrier frame (``fairness_core.evaluations.honest.matching.self_check``).
 
     python benchmarks/bench_matching.py [--lexicon PATH] [--errors] [--speed]
 
@@ -12,7 +12,7 @@ Three data sets under ``benchmarks/data/`` (their headers say how they were made
 ``matching_sentences_ja.tsv``, the development set whose misses guided the lexicon,
 ``matching_sentences_heldout_ja.tsv``, written after the lexicon was frozen, and
 ``matching_sentences_colloquial_ja.tsv``, web-register sentences written for the spelling rules
-of issue 24 before they were first run.  Each level is shown twice: *lemma keys only* is the
+before they were first run.  Each level is shown twice: *lemma keys only* is the
 matcher without the spelling rules (``HurtfulMatcher(..., spelling_rules=False)``: no reading,
 compound-head or colloquial matches), *with spelling rules* is the matcher as the audit runs it.
 """
@@ -26,9 +26,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from fairness_core.japanese import morphemes
-from fairness_core.lexicon import LEXICON_LEVELS, Lexicon, load_builtin_lexicon, load_lexicon
-from fairness_core.matching import HurtfulMatcher, self_check
+from fairness_core.evaluations.honest.lexicon import LEXICON_LEVELS, Lexicon, load_builtin_lexicon, load_lexicon
+from fairness_core.evaluations.honest.matching import HurtfulMatcher, self_check
+from fairness_core.japanese.morphology import morphemes
 
 DATA = Path(__file__).resolve().parent / "data"
 SENTENCE_SETS = {"development": DATA / "matching_sentences_ja.tsv", "held-out": DATA / "matching_sentences_heldout_ja.tsv",

@@ -8,7 +8,7 @@
 
 The data set's ``split`` column was fixed before tuning; the lexicon was tuned on
 ``tune`` only, so the ``test`` figures (the default) are the held-out result.  A second set,
-``sentiment_scope_ja.tsv`` (issue 24), tests one scope rule a sentence (a polar word inside a
+``sentiment_scope_ja.tsv``, tests one scope rule a sentence (a polar word inside a
 longer word, negation scope, loss verbs, idioms): it was labelled before the rules were written,
 and its accuracy is shown per rule.
 
@@ -21,7 +21,7 @@ import argparse
 import csv
 from pathlib import Path
 
-from fairness_core.sentiment import LexiconScorer
+from fairness_core.evaluations.sentiment.scorers import LexiconScorer
 
 DATA = Path(__file__).resolve().parent / "data"
 SENTENCES = DATA / "sentiment_sentences_ja.tsv"

@@ -10,7 +10,7 @@ Format read: the inspection-ai japanese-toxic-dataset (Apache-2.0,
 https://github.com/inspection-ai/japanese-toxic-dataset, ``data/subset.csv``): one
 comment a row with the vote counts ``Not Toxic, Hard to Say, Toxic, Very Toxic``
 and ``annotation_num``.  A comment is *toxic* when more of its annotators voted Toxic or
-Very Toxic than Not Toxic (the rule of issue 24: 49 comments), *non-toxic* when more than
+Very Toxic than Not Toxic (49 comments), *non-toxic* when more than
 half voted Not Toxic (280); the rest are left out.  Reported per lexicon level: the share of toxic and of
 non-toxic comments in which the matcher finds an entry, with 95% Wilson intervals, and
 the ROC AUC of the offline sentiment scorer for non-toxic above toxic, with a 95%
@@ -24,9 +24,9 @@ import csv
 import random
 from pathlib import Path
 
-from fairness_core.lexicon import LEXICON_LEVELS, load_builtin_lexicon
-from fairness_core.matching import HurtfulMatcher
-from fairness_core.sentiment import LexiconScorer
+from fairness_core.evaluations.honest.lexicon import LEXICON_LEVELS, load_builtin_lexicon
+from fairness_core.evaluations.honest.matching import HurtfulMatcher
+from fairness_core.evaluations.sentiment.scorers import LexiconScorer
 from fairness_core.statistics import wilson_interval
 
 VOTE_COLUMNS = ("Not Toxic", "Toxic", "Very Toxic", "annotation_num", "text")

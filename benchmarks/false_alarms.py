@@ -31,11 +31,10 @@ from pathlib import Path
 
 from operating_characteristics import clopper_pearson
 
-from fairness_core.audit_options import AuditOptions
-from fairness_core.backends.base import BackendSettings
-from fairness_core.baseline import gate_regressions, gated_metrics
-from fairness_core.results import build_results
-from fairness_core.session import AuditPlan, AuditSession
+from fairness_core.gates.regression import gate_regressions, gated_metrics
+from fairness_core.options import audit_options
+from fairness_core.reporting.results import build_results
+from fairness_core.session import AuditSession, AuditSetup
 
 REPO = Path(__file__).resolve().parents[1]
 #: The metrics printed for each seed beside its failing tests.
@@ -46,11 +45,13 @@ class SeedRun:
     """One seed's audit: its failing tests, and what the regression gate compares (metrics and completions)."""
 
     def __init__(self, model: str, attributes: str, seed: int):
-        options = AuditOptions(BackendSettings(model=model, device="cpu", seed=seed))
-        plan = AuditPlan.load(REPO / "thresholds.yaml", attributes)
-        self.session = AuditSession(options, plan, selected=list(plan.evaluations))
+        options, problems = audit_options({"model": model, "device": "cpu", "seed": seed}, cache_dir=None)
+        if problems:
+            raise SystemExit("\n".join(problems))
+        setup = AuditSetup.load(REPO / "thresholds.yaml", attributes)
+        self.session = AuditSession(options, setup, selected=list(setup.evaluations))
         self.session.compute_all()
-        rule = plan.config.decision_rule
+        rule = setup.config.decision_rule
         self.failing = [f"{r.id}: {r.verdict(rule)}" for name in self.session.evaluations
                         for r in self.session.card(name).metrics if r.limit is not None and r.verdict(rule)]
         self.results = build_results(self.session)

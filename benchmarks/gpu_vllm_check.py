@@ -33,15 +33,17 @@ from pathlib import Path
 import torch
 
 from fairness_core.backends.base import BackendSettings, Request
-from fairness_core.backends.hf import HFBackend, load_model
-from fairness_core.backends.registry import create_backend
+from fairness_core.backends.catalog import create_backend
+from fairness_core.backends.hf.engine import HFBackend, load_model
+from fairness_core.config.loading import load_attribute_set
+from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.demo.models import save_model, tiny_gpt2
-from fairness_core.demo.registry import resolve_demo
-from fairness_core.evaluations.honest import evaluate_honest
-from fairness_core.lexicon import load_builtin_lexicon
-from fairness_core.matching import HurtfulMatcher
-from fairness_core.resources import honest_prompts, honest_templates, identity_pairs
-from fairness_core.thresholds import SamplingProtocol
+from fairness_core.demo.names import resolve_demo
+from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
+from fairness_core.evaluations.honest.matching import HurtfulMatcher
+from fairness_core.evaluations.honest.scoring import evaluate_honest
+from fairness_core.evaluations.honest.section import honest_prompts
+from fairness_core.options import resolve_model
 
 
 def demo_like_model(folder: Path) -> Path:
@@ -59,7 +61,8 @@ def timed(backend, requests, protocol) -> tuple[list, float]:
 
 
 def vllm_backend(model: str, dtype: str):
-    return create_backend("vllm", BackendSettings(model=model, dtype=dtype, options={"tensor_parallel_size": 1}))
+    return create_backend("vllm", BackendSettings(model=resolve_model(model, reads_files=True), dtype=dtype,
+                                                  options={"tensor_parallel_size": 1}))
 
 
 def throughput_and_reproducibility(model: str, requests: list[Request], protocol: SamplingProtocol, dtype: str) -> dict:
@@ -83,7 +86,7 @@ def throughput_and_reproducibility(model: str, requests: list[Request], protocol
 
 def known_answer(samples: int) -> dict:
     matcher = HurtfulMatcher(load_builtin_lexicon().at_level("conservative").entries)
-    prompts = honest_prompts(honest_templates(), identity_pairs())
+    prompts = honest_prompts(load_attribute_set("gender"))
     try:
         backend = vllm_backend("demo:biased:bpe", "float32")
     except Exception as err:  # noqa: BLE001 - recorded: vLLM may refuse the demo's head dimension of 24
@@ -104,7 +107,7 @@ def main() -> None:
     import vllm
 
     protocol = SamplingProtocol(num_samples=args.samples)
-    requests = [Request(p.text, i) for p in honest_prompts(honest_templates(), identity_pairs())
+    requests = [Request(p.text, i) for p in honest_prompts(load_attribute_set("gender"))
                 for i in range(args.samples)]
     with tempfile.TemporaryDirectory(prefix="gpu-vllm-check-") as scratch:
         speed = throughput_and_reproducibility(str(demo_like_model(Path(scratch) / "model")), requests, protocol,

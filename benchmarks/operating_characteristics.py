@@ -1,9 +1,10 @@
 """The deploy gate's operating characteristics: false alarms of the whole suite, power, and the regression gate.
 
 Runs the project's own metric and decision code (``evaluation.metrics``,
-``MetricResult.verdict``, ``baseline.regression``) on simulated completions
-(``benchmarks/simulation.py`` states the model): outcome flags and sentiment
-scores, no model and no generation, so a thousand runs take minutes.
+``MetricResult.verdict``, ``gates.regression.regression``) on simulated
+completions drawn by each evaluation's own simulator (``Evaluation.simulator()``;
+``evaluations/<name>/simulation.py`` states its model): outcome flags and
+sentiment scores, no model and no generation, so a thousand runs take minutes.
 
 * **False alarms**: over fair simulated models (every group's rates drawn from
   the same distribution), the share of runs in which *any* test of the suite
@@ -20,11 +21,10 @@ scores, no model and no generation, so a thousand runs take minutes.
   seed), the second judged against the first as ``--baseline``; and its power
   against a real degradation.
 
-Where the ranges come from: base hurtful rates 0.02-0.15 span the fair demo's
-planted 0.05 and the lexicon's rates on small instruction models; template
-spread (logit sd) 0 to 1.0: the planted-bias demos' hurtful completions spread
-over templates with a logit sd of about 0.5 (a template 1.6x the mean rate at
-one sd), and 1.0 is a strong spread (a template 2.7x).  Interval endpoints and
+Each evaluation's simulator holds its grid of worlds (the first is the
+reference, and the simulator's module says where the ranges come from) and
+the effects of its power curve; grid point i pairs every evaluation's i-th
+world, as the evaluations' noise is independent.  Interval endpoints and
 p-values are not computed in the false-alarm and power runs (``--rule point``
 reads only the estimate); the regression runs compute them with 200 resamples.
 
@@ -36,28 +36,26 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import sys
+import importlib
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from scipy.stats import beta
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from simulation import HonestSetting, HonestSimulator, SentimentSetting, SentimentSimulator  # noqa: E402
-
-from fairness_core import statistics  # noqa: E402
-from fairness_core.attribute_sets import load_attribute_set  # noqa: E402
-from fairness_core.evaluations.base import evaluation_class  # noqa: E402
-from fairness_core.thresholds import AuditConfig, load_thresholds  # noqa: E402
+from fairness_core import statistics
+from fairness_core.config.loading import load_attribute_set, load_thresholds
+from fairness_core.config.thresholds import AuditConfig
+from fairness_core.evaluations import EVALUATIONS
+from fairness_core.gates.simulation import FAIR, Effect
 
 REPO = Path(__file__).resolve().parents[1]
-#: Modules whose imported interval and p-value functions the false-alarm runs replace (the metric code moves
-#: between them in the lead's restructuring; a name that is not there is left alone).
-METRIC_MODULES = ("fairness_core.scorecard", "fairness_core.evaluations.honest", "fairness_core.evaluations.sentiment")
+#: Modules whose imported interval and p-value functions the false-alarm runs replace: the scorecard and every
+#: registered evaluation's metrics module (a name that a module does not have is left alone).
+METRIC_MODULES = ("fairness_core.scorecard", *(f"{EVALUATIONS[name].partition(':')[0].rpartition('.')[0]}.metrics"
+                                              for name in EVALUATIONS))
 
 
 def clopper_pearson(hits: int, total: int) -> tuple[float, float]:
@@ -70,8 +68,6 @@ def clopper_pearson(hits: int, total: int) -> tuple[float, float]:
 @contextlib.contextmanager
 def replaced_in_metric_modules(replacements: dict) -> Iterator[None]:
     """Replace the named functions wherever the metric modules imported them, and put them back afterwards."""
-    import importlib
-
     saved = []
     for name in METRIC_MODULES:
         module = importlib.import_module(name)
@@ -116,61 +112,61 @@ def family(result) -> str:
     return f"{result.evaluation}.{result.metric}" + ("[template]" if result.template_id else "")
 
 
-@dataclass(frozen=True)
-class Effect:
-    """A planted bias: one group's hurtful rate times ``ratio`` (or plus ``excess``), its sentiment lower by ``gap``."""
-
-    label: str
-    ratio: float = 1.0
-    excess: float = 0.0
-    gap: float = 0.0
-
-
-FAIR = Effect("fair")
+#: One grid point: each evaluation's world, by evaluation name.
+World = dict
 
 
 class Suite:
-    """Every test of one attribute set under one thresholds file, on simulated runs."""
+    """Every test of one attribute set under one thresholds file, on simulated runs of each evaluation it has."""
 
     def __init__(self, attributes: str, config: AuditConfig):
         self.attribute_set = load_attribute_set(attributes)
         self.config = config.for_attribute_set(self.attribute_set.name)
         self.groups = self.attribute_set.groups
         self.target = self.groups[0]
-        self.evaluations = {name: evaluation_class(name)(self.config, self.attribute_set)  # type: ignore[arg-type]
-                            for name in ("honest", "sentiment") if self.attribute_set.supports(name)}
-        self.honest = self.evaluations.get("honest")
-        self.sentiment = self.evaluations["sentiment"]
-        self.honest_sim = (HonestSimulator(self.honest.prompts, self.groups, self.honest.protocol.num_samples)
-                           if self.honest else None)
-        self.sentiment_sim = SentimentSimulator(self.sentiment.prompts, self.groups,
-                                                self.sentiment.protocol.num_samples)
+        classes = {name: EVALUATIONS.load(name) for name in EVALUATIONS}
+        self.evaluations = {name: cls(self.config, self.attribute_set) for name, cls in classes.items()
+                            if cls.supports(self.attribute_set)}
+        self.simulators = {name: evaluation.simulator() for name, evaluation in self.evaluations.items()}
 
-    def draw_model(self, honest: HonestSetting, sentiment: SentimentSetting, effect: Effect,
-                   rng: np.random.Generator):
-        """One simulated model: each prompt's hurtful and positive probability."""
-        hurtful = None
-        if self.honest_sim:
-            rates = dict.fromkeys(self.groups, honest.base_rate)
-            rates[self.target] = honest.base_rate * effect.ratio + effect.excess
-            hurtful = self.honest_sim.model(honest, rates, rng)
-        positive = self.sentiment_sim.model(sentiment, {self.target: effect.gap} if effect.gap else {}, rng)
-        return hurtful, positive
+    @property
+    def grid(self) -> list[World]:
+        """Grid point i pairs every evaluation's i-th world (points repeated by the pairing are taken once)."""
+        points = dict.fromkeys(zip(*(simulator.grid for simulator in self.simulators.values())))
+        return [dict(zip(self.simulators, worlds)) for worlds in points]
 
-    def run(self, model, sentiment: SentimentSetting, rng: np.random.Generator, *, seed: int):
+    @property
+    def reference(self) -> World:
+        return self.grid[0]
+
+    @property
+    def effects(self) -> list[Effect]:
+        """Every evaluation's power curve, in registry order."""
+        return [effect for simulator in self.simulators.values() for effect in simulator.power_effects]
+
+    def metric_spec(self, metric_id: str):
+        """The spec (direction) of the metric ``<evaluation>.<metric>[...]``."""
+        name, _, rest = metric_id.partition(".")
+        return type(self.evaluations[name]).metric_spec(rest.split("[", 1)[0])
+
+    def describe(self, world: World) -> str:
+        return "; ".join(self.simulators[name].describe(w) for name, w in world.items())
+
+    def draw_model(self, world: World, effect: Effect, rng: np.random.Generator) -> dict:
+        """One simulated model: each evaluation's per-prompt probabilities, ``effect`` planted against the target."""
+        return {name: simulator.draw_model(world[name], effect, self.target, rng)
+                for name, simulator in self.simulators.items()}
+
+    def run(self, model: dict, world: World, rng: np.random.Generator, *, seed: int):
         """The metric results of one run of ``model``, and the rate metrics' own values in that model."""
-        results, truth, _ = self.scored_run(model, sentiment, rng, seed=seed)
+        results, truth, _ = self.scored_run(model, world, rng, seed=seed)
         return results, truth
 
-    def scored_run(self, model, sentiment: SentimentSetting, rng: np.random.Generator, *, seed: int):
+    def scored_run(self, model: dict, world: World, rng: np.random.Generator, *, seed: int):
         """:meth:`run`, and each evaluation's completion records (what ``--audit-json`` keeps for the baseline)."""
-        hurtful, positive = model
-        scored = {}
-        truth = {}
-        if self.honest_sim:
-            scored["honest"] = self.honest_sim.sample(hurtful, rng)
-            truth = self.honest_sim.truth(hurtful)
-        scored["sentiment"] = self.sentiment_sim.sample(positive, sentiment, rng)
+        scored = {name: simulator.sample(model[name], world[name], rng) for name, simulator in self.simulators.items()}
+        truth = {metric: value for name, simulator in self.simulators.items()
+                 for metric, value in simulator.truth(model[name]).items()}
         results = [r for name, run in scored.items() for r in self.evaluations[name].metrics(run, seed=seed)]
         records = {name: self.evaluations[name].completion_records(run) for name, run in scored.items()}
         return results, truth, records
@@ -192,20 +188,18 @@ class Suite:
         """How many tests one run judges (metrics with a limit and a value), counted on one simulated run."""
         rng = np.random.default_rng(0)
         with estimates_only():
-            results, _ = self.run(self.draw_model(REFERENCE_HONEST, REFERENCE_SENTIMENT, FAIR, rng),
-                                  REFERENCE_SENTIMENT, rng, seed=0)
+            results, _ = self.run(self.draw_model(self.reference, FAIR, rng), self.reference, rng, seed=0)
         return sum(r.limit is not None and r.value is not None for r in results)
 
 
-def simulate(suite: Suite, honest: HonestSetting, sentiment: SentimentSetting, effect: Effect, runs: int,
-             seed: int) -> tuple[int, Counter]:
+def simulate(suite: Suite, world: World, effect: Effect, runs: int, seed: int) -> tuple[int, Counter]:
     """How many of ``runs`` runs fail any test, and how many fail each family."""
     rng = np.random.default_rng(seed)
     any_failed, families = 0, Counter()
     with estimates_only():
         for run in range(runs):
-            model = suite.draw_model(honest, sentiment, effect, rng)
-            results, truth = suite.run(model, sentiment, rng, seed=run)
+            model = suite.draw_model(world, effect, rng)
+            results, truth = suite.run(model, world, rng, seed=run)
             # A biased run is blocked by any failing test; only a fair run's true findings are not false alarms.
             failing = set(suite.failures(results, truth if effect == FAIR else {}))
             any_failed += bool(failing)
@@ -218,43 +212,21 @@ def share(hits: int, total: int) -> str:
     return f"{hits / total:6.3f} [{low:.3f}, {high:.3f}]"
 
 
-REFERENCE_HONEST = HonestSetting(0.05, 0.5)
-REFERENCE_SENTIMENT = SentimentSetting()
-#: The realistic grid, each HONEST world paired with one sentiment world (the two evaluations' noise is independent).
-GRID = [(REFERENCE_HONEST, REFERENCE_SENTIMENT),
-        (HonestSetting(0.02, 1.0), SentimentSetting(template_sd=0.15, scorer="classifier")),
-        (HonestSetting(0.05, 0.0), SentimentSetting(template_sd=0.0, scorer="lexicon")),
-        (HonestSetting(0.05, 1.0), SentimentSetting(template_sd=0.15, scorer="lexicon")),
-        (HonestSetting(0.10, 0.5), SentimentSetting(template_sd=0.05, scorer="classifier")),
-        (HonestSetting(0.15, 1.0), SentimentSetting(template_sd=0.15, scorer="classifier"))]
-POWER = [Effect("HONEST ratio 1.25", ratio=1.25), Effect("HONEST ratio 1.5", ratio=1.5),
-         Effect("HONEST ratio 2", ratio=2.0), Effect("HONEST ratio 3", ratio=3.0),
-         Effect("HONEST ratio 4.8 (seed study)", ratio=4.8), Effect("excess hurtful rate +0.02", excess=0.02),
-         Effect("excess hurtful rate +0.05", excess=0.05), Effect("sentiment gap 0.05", gap=0.05),
-         Effect("sentiment gap 0.1", gap=0.1), Effect("sentiment gap 0.2", gap=0.2)]
-
-
-def describe(honest: HonestSetting, sentiment: SentimentSetting, with_honest: bool) -> str:
-    return ((f"base {honest.base_rate:.2f}, template sd {honest.template_sd:.1f}; " if with_honest else "")
-            + f"sentiment {sentiment.scorer}, template sd {sentiment.template_sd:.2f}")
-
-
 def false_alarm_table(suite: Suite, runs: int, grid_runs: int, *, reference: bool = True) -> list[tuple[str, int, int]]:
     """Each grid point's (description, fair runs failed, runs); the reference point first, with ``runs`` runs."""
     print(f"\n== {suite.attribute_set.name}: false alarms of the whole suite ({suite.tests_per_run} tests, "
-          f"rule {suite.config.decision_rule}"
-          + (f", absolute HONEST limits {suite.honest.limits.level_decision_rule}" if suite.honest else "")
-          + "); a fair run fails if any test fails ==")
+          f"rule {suite.config.decision_rule}; evaluations {', '.join(suite.evaluations)}); a fair run fails if any "
+          f"test fails ==")
     rows = []
-    for index, (honest, sentiment) in enumerate(GRID if suite.honest_sim else GRID[:3]):
+    for index, world in enumerate(suite.grid):
         if index == 0 and not reference:
             continue
         count = runs if index == 0 else grid_runs
         if not count:
             continue
         started = time.perf_counter()
-        failed, families = simulate(suite, honest, sentiment, FAIR, count, seed=1 + index)
-        where = describe(honest, sentiment, suite.honest_sim is not None)
+        failed, families = simulate(suite, world, FAIR, count, seed=1 + index)
+        where = suite.describe(world)
         top = ", ".join(f"{f} {n / count:.3f}" for f, n in families.most_common(4)) or "none"
         print(f"  {where:<66} {share(failed, count)} of {count}  ({time.perf_counter() - started:.0f} s)"
               f"\n      failing families: {top}", flush=True)
@@ -266,27 +238,25 @@ def power_table(suite: Suite, runs: int, effects: Sequence[str] = ()) -> dict[st
     if not runs:
         return {}
     print(f"\n== {suite.attribute_set.name}: power (share of biased runs blocked, {runs} runs each; group "
-          f"{suite.target} shifted; {describe(REFERENCE_HONEST, REFERENCE_SENTIMENT, suite.honest_sim is not None)}) ==")
+          f"{suite.target} shifted; {suite.describe(suite.reference)}) ==")
     found: dict[str, tuple[int, int]] = {}
-    for effect in POWER:
-        if (not suite.honest_sim and (effect.ratio != 1 or effect.excess)) or (effects and effect.label not in effects):
+    for effect in suite.effects:
+        if effects and effect.label not in effects:
             continue
-        failed, families = simulate(suite, REFERENCE_HONEST, REFERENCE_SENTIMENT, effect, runs, seed=100)
+        failed, families = simulate(suite, suite.reference, effect, runs, seed=100)
         found[effect.label] = (failed, runs)
         top = ", ".join(f"{f} {n / runs:.2f}" for f, n in families.most_common(3))
         print(f"  {effect.label:<32} {share(failed, runs)}   {top}", flush=True)
     return found
 
 
-def _previous_rule(current, baseline, config) -> bool:
-    """The rule this branch replaced, for comparison: worse beyond the tolerance and the baseline outside the
-    new 95% interval, as if the baseline were exact."""
-    from fairness_core.baseline import badness, badness_interval
-
+def _previous_rule(current, baseline, config, spec) -> bool:
+    """The regression rule the paired test replaced, for comparison: worse beyond the tolerance and the baseline
+    outside the new 95% interval, as if the baseline were exact."""
     if current.value is None or baseline.value is None or current.interval is None:
         return False
-    new, old = badness(current.metric, current.value), badness(current.metric, baseline.value)
-    best = badness_interval(current.metric, current.interval)[0]
+    new, old = spec.badness(current.value), spec.badness(baseline.value)
+    best = spec.badness_interval(current.interval)[0]
     return new - old > config.tolerance.get(current.metric, config.default_tolerance) and old < best
 
 
@@ -303,31 +273,31 @@ def regression_table(suite: Suite, runs: int, resamples: int, first: int = 0) ->
     earlier run with new pairs (``--first-pair``) and the counts add up.
     Returns (re-runs flagged, pairs, degraded runs flagged, pairs) by the shipped rule.
     """
-    from fairness_core.baseline import gate_regressions, gated_metrics
-    from fairness_core.results import metric_records
+    from fairness_core.gates.regression import gate_regressions, gated_metrics
+    from fairness_core.reporting.results import metric_records
 
-    degradation = Effect("degraded", ratio=1.5, gap=0.1)
-    slight = Effect("slightly degraded", ratio=1.25, gap=0.05)
+    degradation = Effect("degraded", factor=1.5, gap=0.1)
+    slight = Effect("slightly degraded", factor=1.25, gap=0.05)
     config = suite.config.regression
     flagged = Counter()
     with fewer_resamples(resamples):
         for run in range(first, first + runs):
-            fair = suite.draw_model(REFERENCE_HONEST, REFERENCE_SENTIMENT, FAIR, np.random.default_rng([run, 1]))
-            degraded = suite.draw_model(REFERENCE_HONEST, REFERENCE_SENTIMENT, degradation,
-                                        np.random.default_rng([run, 1]))
-            slightly = suite.draw_model(REFERENCE_HONEST, REFERENCE_SENTIMENT, slight, np.random.default_rng([run, 1]))
+            fair = suite.draw_model(suite.reference, FAIR, np.random.default_rng([run, 1]))
+            degraded = suite.draw_model(suite.reference, degradation, np.random.default_rng([run, 1]))
+            slightly = suite.draw_model(suite.reference, slight, np.random.default_rng([run, 1]))
             rng = np.random.default_rng([run, 2])
-            base_results, _, base_records = suite.scored_run(fair, REFERENCE_SENTIMENT, rng, seed=run)
+            base_results, _, base_records = suite.scored_run(fair, suite.reference, rng, seed=run)
             base = {r.id: r for r in metric_records(base_results, suite.config.decision_rule)}
             for model, label in ((fair, "same"), (degraded, "worse"), (slightly, "slightly worse")):
-                results, _, records = suite.scored_run(model, REFERENCE_SENTIMENT, rng, seed=run + 1)
+                results, _, records = suite.scored_run(model, suite.reference, rng, seed=run + 1)
                 results = {r.id: r for r in results}
                 flagged[label] += bool(gate_regressions(suite.evaluations, results, base, config, seed=run,
                                                         completions=(records, base_records)))
                 flagged[f"{label} unpaired"] += bool(gate_regressions(suite.evaluations, results, base, config))
                 if label == "same":
-                    flagged["same, previous rule"] += any(_previous_rule(results[m], base[m], config)
-                                                          for m in gated_metrics(suite.evaluations))
+                    flagged["same, previous rule"] += any(
+                        _previous_rule(results[m], base[m], config, suite.metric_spec(m))
+                        for m in gated_metrics(suite.evaluations))
     print(f"\n== {suite.attribute_set.name}: regression gate ({runs} pairs from pair {first}, intervals from "
           f"{resamples} resamples) ==\n"
           f"  same model, new seed, flagged (paired by prompt): {share(flagged['same'], runs)}\n"

@@ -15,18 +15,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from fairness_core.audit_options import AuditOptions
-from fairness_core.backends.base import BackendSettings
-from fairness_core.session import AuditPlan, AuditSession
+from fairness_core.options import audit_options
+from fairness_core.session import AuditSession, AuditSetup
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def generation_seconds(model: str, cache_dir: Path) -> float:
     """Seconds spent generating (HONEST + sentiment) in one audit session."""
-    options = AuditOptions(BackendSettings(model=model, device="cpu", cache_dir=cache_dir))
-    plan = AuditPlan.load(REPO / "thresholds.yaml", "gender")
-    session = AuditSession(options, plan, selected=list(plan.evaluations))
+    options, _ = audit_options({"model": model, "device": "cpu"}, cache_dir=cache_dir)
+    setup = AuditSetup.load(REPO / "thresholds.yaml", "gender")
+    session = AuditSession(options, setup, selected=list(setup.evaluations))
     backend, spent = session.backend, 0.0
     real_generate = backend.generate
 

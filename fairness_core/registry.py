@@ -1,10 +1,14 @@
-"""One lazy name → ``"module:attr"`` registry, for backends, evaluations, attribute sets and demo names.
+"""One lazy name → ``"module:attr"`` registry, for backends and evaluations.
 
 A registry maps the names a user types to where their code lives, written as
 ``"module:attr"`` so that nothing is imported until a name is used: the pytest
 plugin reads these tables on every pytest run, and importing an evaluation or a
-backend pulls in scipy, torch or fugashi.  An unknown name is one usage error in
-one shape everywhere: ``Unknown backend 'hff'. Did you mean 'hf'? Available: hf, jsonl``.
+backend pulls in scipy, torch or fugashi.  The entries can be given, or found
+on first use (the evaluations come from an entry-point group, so that an
+installed package can add one).  A registry can check what it loads, as
+lm-evaluation-harness's ``Registry("model", base_cls=LM)`` does.  An unknown
+name is one usage error in one shape everywhere: ``Unknown backend 'hff'. Did
+you mean 'hf'? Available: hf, jsonl``.
 
 >>> colours = Registry("colour", {"red": "colorsys:rgb_to_hsv"})
 >>> colours.load("red").__name__
@@ -18,7 +22,7 @@ fairness_core.errors.AuditUsageError: Unknown colour 'rde'. Did you mean 'red'? 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from fairness_core.errors import AuditUsageError, did_you_mean
@@ -33,7 +37,7 @@ def unknown_name(kind: str, name: str, choices: Iterable[str], *, hint: str = ""
 
 
 def load_target(target: str) -> Any:
-    """Import ``"module:attr"`` and return the group."""
+    """Import ``"module:attr"`` and return the attribute."""
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)
 
@@ -41,13 +45,26 @@ def load_target(target: str) -> Any:
 class Registry(Mapping[str, Entry], Generic[Entry]):
     """Names → entries (a ``"module:attr"`` string, or a record that names one), in declaration order.
 
-    ``error`` is the :class:`~fairness_core.errors.AuditUsageError` subclass an unknown name raises.
+    ``entries`` may be a function that finds them, called on first use.
+    ``error`` is the :class:`~fairness_core.errors.AuditUsageError` subclass an
+    unknown name raises; ``check(name, loaded)`` says why a loaded target is
+    unfit (``None`` when it is fit).
     """
 
-    def __init__(self, kind: str, entries: Mapping[str, Entry], *, error: type[AuditUsageError] = AuditUsageError):
+    def __init__(self, kind: str, entries: Mapping[str, Entry] | Callable[[], Mapping[str, Entry]], *,
+                 error: type[AuditUsageError] = AuditUsageError,
+                 check: Callable[[str, Any], str | None] | None = None):
         self.kind = kind
-        self._entries = dict(entries)
+        self._source = entries
+        self._found: dict[str, Entry] | None = None
         self._error = error
+        self._check = check
+
+    @property
+    def _entries(self) -> dict[str, Entry]:
+        if self._found is None:
+            self._found = dict(self._source() if callable(self._source) else self._source)
+        return self._found
 
     def __getitem__(self, name: str) -> Entry:
         return self._entries[name]
@@ -57,12 +74,6 @@ class Registry(Mapping[str, Entry], Generic[Entry]):
 
     def __len__(self) -> int:
         return len(self._entries)
-
-    def register(self, name: str, entry: Entry) -> None:
-        """Add ``name`` (a plugin's or a test's own evaluation, say); a name already taken is an error."""
-        if name in self._entries:
-            raise ValueError(f"The {self.kind} {name!r} is registered already, as {self._entries[name]!r}")
-        self._entries[name] = entry
 
     def entry(self, name: str) -> Entry:
         """The entry of ``name``; an unknown name is a usage error with suggestions."""
@@ -75,4 +86,12 @@ class Registry(Mapping[str, Entry], Generic[Entry]):
         entry = self.entry(name)
         if not isinstance(entry, str):
             raise TypeError(f"The {self.kind} registry holds records; load their target instead")
-        return load_target(entry)
+        try:
+            loaded = load_target(entry)
+        except (ImportError, AttributeError) as err:
+            raise self._error(f"The {self.kind} {name!r} is registered as {entry!r}, which cannot be "
+                              f"imported: {type(err).__name__}: {err}") from None
+        problem = self._check(name, loaded) if self._check else None
+        if problem:
+            raise self._error(f"The {self.kind} {name!r} ({entry}) {problem}")
+        return loaded

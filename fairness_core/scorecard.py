@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fairness_core.thresholds import DecisionRule
+from fairness_core.config.thresholds import DecisionRule
 
 
 @dataclass(frozen=True)

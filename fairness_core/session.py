@@ -1,7 +1,10 @@
-"""One audit run: validated options, the backend, the selected evaluations, results computed once.
+"""One audit run: its setup (thresholds, attribute set, evaluations), the backend, results computed once.
 
-Built by the plugin after collection, for the evaluations that the selected
-tests need (``-k honest`` loads no sentiment classifier).  Every usage problem
+:class:`AuditSetup` is what the run would do, known without loading anything
+heavy: the plugin parametrizes the audit tests from it, and ``ja-fairness-audit``
+takes its prompt sets and plan lines from it.  :class:`AuditSession` is built
+by the plugin after collection, for the evaluations that the selected tests
+need (``-k honest`` loads no sentiment classifier).  Every usage problem
 of the run, in the order a user should fix them (thresholds and attribute set,
 then the model, then each evaluation's scorer or lexicon), is gathered into one
 :class:`AuditSetupError` before anything is generated.
@@ -15,19 +18,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fairness_core.attribute_sets import BUILTIN_ATTRIBUTE_SETS, AttributeSet, load_attribute_set
-from fairness_core.audit_options import AuditOptions
 from fairness_core.backends.base import Backend
 from fairness_core.backends.cache import CachedBackend
-from fairness_core.backends.registry import create_backend
+from fairness_core.backends.catalog import create_backend
+from fairness_core.config.attribute_sets import BUILTIN_ATTRIBUTE_SETS, AttributeSet
+from fairness_core.config.audit_options import AuditOptions
+from fairness_core.config.loading import load_attribute_set, load_thresholds
+from fairness_core.config.thresholds import AuditConfig, attribute_set_problems
 from fairness_core.errors import AuditUsageError
 from fairness_core.evaluations import EVALUATIONS
-from fairness_core.evaluations.base import Evaluation, create_evaluations, evaluation_class
+from fairness_core.evaluations.base import Evaluation, MetricSpec
+from fairness_core.evaluations.prompts import PromptSet
 from fairness_core.scorecard import MetricResult, Scorecard
-from fairness_core.thresholds import AuditConfig, attribute_set_problems, load_thresholds
 
 if TYPE_CHECKING:
-    from fairness_core.violations import Evidence
+    from fairness_core.reporting.violations import Evidence
 
 
 class AuditSetupError(AuditUsageError):
@@ -39,50 +44,65 @@ class AuditSetupError(AuditUsageError):
 
 
 @dataclass(frozen=True)
-class AuditPlan:
-    """What the audit would run, known without loading anything heavy: used to parametrize the audit tests."""
+class AuditSetup:
+    """What the audit would run, known without loading anything heavy: the limits in force for the attribute
+    set, and every registered evaluation that the set supports (in registry order)."""
 
     config: AuditConfig
     attributes: AttributeSet
     evaluations: dict[str, Evaluation]
 
     @classmethod
-    def load(cls, thresholds: Path, attributes: str) -> AuditPlan:
+    def load(cls, thresholds: Path, attributes: str) -> AuditSetup:
         problems: list[str] = []
         config: AuditConfig | None = _collect(problems, lambda: load_thresholds(thresholds))
         attribute_set: AttributeSet | None = _collect(problems, lambda: load_attribute_set(attributes))
+        classes = {name: EVALUATIONS.load(name) for name in EVALUATIONS}
         if config is not None and attribute_set is not None:
+            where = f"the thresholds file {str(thresholds)!r}"
             known = list(dict.fromkeys([*BUILTIN_ATTRIBUTE_SETS, attribute_set.name]))
-            problems += attribute_set_problems(config, known, where=f"the thresholds file {str(thresholds)!r}")
+            problems += attribute_set_problems(config, known, where=where)
             config = config.for_attribute_set(attribute_set.name)
-            for name in EVALUATIONS:
-                evaluation = evaluation_class(name)
-                if evaluation.supports(attribute_set):
-                    problems += evaluation.config_problems(config.section(name), attribute_set,
-                                                           where=f"the thresholds file {str(thresholds)!r}")
+            supported = [name for name, cls_ in classes.items() if cls_.supports(attribute_set)]
+            if not supported:
+                problems.append(f"No evaluation applies to the attribute set {attribute_set.name!r} "
+                                f"({attribute_set.source}): give it a section for one of "
+                                f"{', '.join(n for n, c in classes.items() if c.attribute_section is not None)}")
+            for name in supported:
+                problems += classes[name].config_problems(config.section(name), attribute_set, where=where)
         if problems or config is None or attribute_set is None:
             raise AuditSetupError(problems)
-        return cls(config, attribute_set, create_evaluations(list(EVALUATIONS), config, attribute_set))
+        evaluations = {name: cls_(config, attribute_set) for name, cls_ in classes.items() if cls_.supports(attribute_set)}
+        return cls(config, attribute_set, evaluations)
 
     def not_applicable(self) -> dict[str, str]:
         return {name: f"not applicable to the attribute set {self.attributes.name!r}"
                 for name in EVALUATIONS if name not in self.evaluations}
 
+    def prompt_sets(self) -> list[PromptSet]:
+        """Each evaluation's prompts and protocol: what ``generate`` writes and the audit asks a backend for."""
+        return [evaluation.prompt_set() for evaluation in self.evaluations.values()]
+
+    def metric_spec(self, metric_id: str) -> MetricSpec:
+        """The spec (direction) of the metric ``<evaluation>.<metric>[...]``."""
+        evaluation, _, rest = metric_id.partition(".")
+        return type(self.evaluations[evaluation]).metric_spec(rest.split("[", 1)[0])
+
 
 class AuditSession:
     """The backend and the selected evaluations, loaded; results, scorecards and provenance on demand."""
 
-    def __init__(self, options: AuditOptions, plan: AuditPlan, *, selected: Sequence[str],
+    def __init__(self, options: AuditOptions, setup: AuditSetup, *, selected: Sequence[str],
                  backend: Backend | None = None, baseline: Path | None = None):
         self.options = options
-        self.plan = plan
+        self.setup = setup
         self._scored: dict[str, Any] = {}
         self._cards: dict[str, Scorecard] = {}
         self._paired: dict[str, dict[str, float]] = {}
-        self.config = plan.config
-        self.evaluations = {name: e for name, e in plan.evaluations.items() if name in selected}
-        self.not_run = {**plan.not_applicable(),
-                        **{name: "not selected" for name in plan.evaluations if name not in selected}}
+        self.config = setup.config
+        self.evaluations = {name: e for name, e in setup.evaluations.items() if name in selected}
+        self.not_run = {**setup.not_applicable(),
+                        **{name: "not selected" for name in setup.evaluations if name not in selected}}
         problems: list[str] = []
         self.backend = backend or _collect(problems, self._load_backend)
         for evaluation in self.evaluations.values():
@@ -104,8 +124,8 @@ class AuditSession:
             raise AuditSetupError(problems)
 
     def _read_baseline(self, path: Path):
-        from fairness_core.baseline import incompatibilities, read_baseline
-        from fairness_core.results import ResultsFileError
+        from fairness_core.gates.regression import incompatibilities, read_baseline
+        from fairness_core.reporting.results import ResultsFileError
 
         baseline = read_baseline(path)
         problems = incompatibilities(baseline, self.provenance())
@@ -125,7 +145,7 @@ class AuditSession:
     def check(self, metric_id: str, *, where: Sequence[str], evidence: Callable[[], Sequence[Evidence]] = list,
               evidence_total: int | None = None) -> None:
         """Fail the calling test with an :class:`AuditViolation` when the metric breaks its limit."""
-        from fairness_core.violations import enforce
+        from fairness_core.reporting.violations import enforce
 
         enforce(self.metric(metric_id), self.config.decision_rule, where=where, evidence=evidence,
                 evidence_total=evidence_total)
@@ -144,7 +164,7 @@ class AuditSession:
         are then unpaired, and the notes say why.
         """
         if name not in self._paired:
-            from fairness_core.baseline import paired_standard_errors
+            from fairness_core.gates.regression import paired_standard_errors
 
             records = self.baseline.completions.get(name, []) if self.baseline is not None else []
             evaluation = self.evaluations[name]
@@ -179,7 +199,7 @@ class AuditSession:
 
     def provenance(self):
         """What produced this run's numbers: model, backend, attribute set, each evaluation's setup, versions."""
-        from fairness_core.results import Provenance, now, versions
+        from fairness_core.reporting.results import Provenance, now, versions
 
         return Provenance(
             created=now(),
@@ -188,7 +208,7 @@ class AuditSession:
             usage=dict(getattr(self.backend, "usage", {})),
             seed=self.options.settings.seed,
             decision_rule=self.config.decision_rule,
-            attributes=self.plan.attributes.provenance(),
+            attributes=self.setup.attributes.provenance(),
             evaluations={name: e.provenance() for name, e in self.evaluations.items()},
             not_run=self.not_run,
             versions=versions(),

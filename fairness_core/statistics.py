@@ -20,12 +20,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import norm
 
 Interval = tuple[float, float]
 DEFAULT_RESAMPLES = 1000
+
+
+@dataclass(frozen=True)
+class Disparity:
+    """How far apart k groups are: ``value``, between the ``highest`` and the ``lowest`` group."""
+
+    value: float
+    highest: str
+    lowest: str
+
+
+def check_k_groups(function: str, parameter: str, groups: Mapping) -> None:
+    """A comparison between groups needs two of them at least."""
+    if len(groups) < 2:
+        raise ValueError(f"The {parameter!r} parameter of {function} must have at least 2 groups. "
+                         f"Got {len(groups)} instead.")
 
 
 def wilson_interval(hits: int, total: int, *, confidence: float = 0.95) -> Interval:

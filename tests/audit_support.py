@@ -14,17 +14,41 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fairness_core.resources import identity_pairs
-from fairness_core.results import SCHEMA_VERSION
-from fairness_core.session import AuditPlan
+from fairness_core.evaluations.honest.templates import HonestTemplate, IdentityPair, honest_templates, identity_pairs
+from fairness_core.evaluations.prompts import Prompt
+from fairness_core.evaluations.sentiment.templates import GivenName, NameTemplate, given_names, name_templates
+from fairness_core.reporting.results import SCHEMA_VERSION
+from fairness_core.session import AuditSetup
 
 REPO = Path(__file__).resolve().parents[1]
-AUDITS = REPO / "audits"
-AUDIT_MODULES = ("test_honest.py", "test_group_fairness.py", "test_regression.py")
+PACKAGE = REPO / "fairness_core"
+#: The audit modules a pytester folder gets copies of, by the name they are copied as.
+AUDITS = {"test_honest.py": PACKAGE / "evaluations" / "honest" / "test_honest.py",
+          "test_sentiment.py": PACKAGE / "evaluations" / "sentiment" / "test_sentiment.py",
+          "test_regression.py": PACKAGE / "audits" / "test_regression.py"}
+AUDIT_MODULES = tuple(AUDITS)
 #: Small enough for a few seconds per run on a CPU: 32 x 60 x 2 HONEST and 16 x 34 x 2 sentiment completions.
 TINY_PROTOCOL = {"num_samples": 2, "max_new_tokens": 4}
 #: Words the tiny random SentencePiece model of conftest.py emits: its tokenizer learned the identity terms.
 IDENTITY_WORDS = tuple(term for pair in identity_pairs() for term in (pair.female, pair.male))
+
+
+def gender_honest_prompts(templates: tuple[HonestTemplate, ...] | None = None,
+                          pairs: tuple[IdentityPair, ...] | None = None) -> tuple[Prompt, ...]:
+    """The gender set's HONEST prompts from some templates and identity pairs (all by default), in the audit's order."""
+    return tuple(Prompt(template.id, group, term, template.fill(term))
+                 for template in (honest_templates() if templates is None else templates)
+                 for pair in (identity_pairs() if pairs is None else pairs)
+                 for group, term in (("female", pair.female), ("male", pair.male)))
+
+
+def gender_name_prompts(templates: tuple[NameTemplate, ...] | None = None,
+                        names: dict[str, tuple[GivenName, ...]] | None = None) -> tuple[Prompt, ...]:
+    """The gender set's sentiment prompts from some name templates and names (all by default), in the audit's order."""
+    names = given_names() if names is None else names
+    return tuple(Prompt(template.id, group, name.name, template.fill(name.name))
+                 for template in (name_templates() if templates is None else templates)
+                 for group in ("female", "male") for name in names[group])
 
 
 def thresholds(*, honest: dict | None = None, sentiment: dict | None = None, lax: bool = False,
@@ -46,7 +70,7 @@ def thresholds(*, honest: dict | None = None, sentiment: dict | None = None, lax
 def setup_audits(pytester: pytest.Pytester, *, modules=AUDIT_MODULES, words=IDENTITY_WORDS) -> pytest.Pytester:
     """Copy the audit modules into the pytester folder and write ``words.txt`` (one lexicon word a line)."""
     for module in modules:
-        shutil.copy(AUDITS / module, pytester.path / module)
+        shutil.copy(AUDITS[module], pytester.path / module)
     (pytester.path / "words.txt").write_text("# test words\n" + "\n".join(words) + "\n", encoding="utf-8")
     return pytester
 
@@ -73,7 +97,7 @@ def output(result: pytest.RunResult) -> str:
 
 
 #: The gated metrics of the default (gender) audit: one regression test each.
-GATED_METRICS = tuple(metric for evaluation in AuditPlan.load(REPO / "thresholds.yaml", "gender").evaluations.values()
+GATED_METRICS = tuple(metric for evaluation in AuditSetup.load(REPO / "thresholds.yaml", "gender").evaluations.values()
                       for metric in evaluation.gated_metrics())
 
 

@@ -33,14 +33,14 @@ import httpcore  # noqa: E402, F401
 import huggingface_hub.constants  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from audit_support import gender_honest_prompts  # noqa: E402
 from hypothesis import settings  # noqa: E402
 from sentiment_support import train_name_biased_gpt2  # noqa: E402
 from suite_map import file_kinds, marker  # noqa: E402
 
-from fairness_core.backends.hf import load_model  # noqa: E402
+from fairness_core.backends.hf.engine import load_model  # noqa: E402
 from fairness_core.demo.models import save_model, tiny_gpt2  # noqa: E402
 from fairness_core.demo.tokenizers import TOKENIZER_KINDS, train_tokenizer  # noqa: E402
-from fairness_core.resources import honest_prompts, honest_templates, identity_pairs  # noqa: E402
 
 huggingface_hub.constants.HF_HUB_OFFLINE = True
 # The models here are tiny: extra intra-op threads only add overhead (and thrash on a busy machine).
@@ -50,6 +50,9 @@ settings.register_profile("fairness", deadline=None)
 settings.load_profile("fairness")
 
 pytest_plugins = ["pytester"]
+TESTS = Path(__file__).resolve().parent
+#: Test data, not tests: the stub evaluation package holds audit tests that only an audit run collects.
+collect_ignore = ["data"]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -61,8 +64,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test with its file's kind from the map in tests/README.md: ``pytest tests -m property``."""
     kinds = file_kinds()
     for item in items:
-        if item.path.name in kinds:
-            item.add_marker(marker(kinds[item.path.name]))
+        where = item.path.relative_to(TESTS).as_posix() if item.path.is_relative_to(TESTS) else ""
+        if where in kinds:
+            item.add_marker(marker(kinds[where]))
 
 #: Hand-written sentences so that the tokenizers learn ordinary Japanese words.
 SENTENCES = (
@@ -85,7 +89,7 @@ SENTENCES = (
 
 def corpus() -> list[str]:
     """The training text: the sentences above and every HONEST prompt, so prompts tokenize naturally."""
-    prompts = [p.text for p in honest_prompts(honest_templates(), identity_pairs())]
+    prompts = [p.text for p in gender_honest_prompts()]
     return list(SENTENCES) * 10 + prompts
 
 

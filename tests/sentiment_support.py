@@ -18,12 +18,13 @@ from pathlib import Path  # noqa: E402
 
 import fugashi  # noqa: E402
 import torch  # noqa: E402
+from audit_support import gender_name_prompts  # noqa: E402
 from transformers import BertConfig, BertForSequenceClassification, BertJapaneseTokenizer  # noqa: E402
 
-from fairness_core.backends.prompts import encode_prompt  # noqa: E402
+from fairness_core.backends.token_ids import encode_prompt  # noqa: E402
 from fairness_core.demo.models import save_model, tiny_gpt2  # noqa: E402
 from fairness_core.demo.tokenizers import train_tokenizer  # noqa: E402
-from fairness_core.resources import given_names, name_prompts, name_templates  # noqa: E402
+from fairness_core.evaluations.sentiment.templates import given_names  # noqa: E402
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -130,7 +131,7 @@ def train_name_biased_gpt2(folder: Path, *, steps: int = 100, seed: int = 0) -> 
     The continuation is fed character by character (every character of the corpus is a piece of the
     SentencePiece vocabulary), which avoids the leading ``▁`` a separately encoded text would get.
     """
-    prompts = name_prompts(name_templates(), given_names())
+    prompts = gender_name_prompts()
     names = {group: [n.name for n in names] for group, names in given_names().items()}
     texts = [biased_continuation(p.group, names[p.group].index(p.term)) for p in prompts]
     tokenizer = train_tokenizer(

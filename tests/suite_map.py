@@ -13,7 +13,9 @@ from pathlib import Path
 
 MAP = Path(__file__).with_name("README.md")
 KINDS = ("unit", "property", "end-to-end")
-ROW = re.compile(r"^\| `(test_\w+\.py)` \| (" + "|".join(KINDS) + r") \|", flags=re.M)
+#: A row names a test file by its path (``tests/backends/hf/test_engine.py``) and gives its kind; the map keys it
+#: by its path under ``tests/``.
+ROW = re.compile(r"^\| `tests/((?:\w+/)*test_\w+\.py)` \| (" + "|".join(KINDS) + r") \|", flags=re.M)
 
 
 def map_rows() -> list[tuple[str, str]]:

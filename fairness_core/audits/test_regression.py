@@ -2,8 +2,8 @@
 
 import pytest
 
-from fairness_core.baseline import gated_metrics, regression
-from fairness_core.violations import AuditViolation, violation_message
+from fairness_core.gates.regression import gated_metrics, regression
+from fairness_core.reporting.violations import AuditViolation, violation_message
 
 pytestmark = pytest.mark.fairness_baseline
 
@@ -17,7 +17,8 @@ def test_no_regression(audit, metric):
         pytest.skip(f"{metric} was not computed in this run: {current.skip_reason}")
     if baseline is None or baseline.value is None:
         pytest.skip(f"{metric} has no value in the baseline {audit.baseline_source}: not compared")
-    verdict = regression(current, baseline, audit.config.regression, comparisons=len(gated_metrics(audit.evaluations)),
+    verdict = regression(current, baseline, audit.config.regression, spec=audit.setup.metric_spec(metric),
+                         comparisons=len(gated_metrics(audit.evaluations)),
                          paired_error=audit.paired_errors(current.evaluation).get(metric))
     if verdict:
         model = audit.baseline.provenance.model.get("model", "?")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from fairness_core.errors import AuditUsageError
 
 if TYPE_CHECKING:
-    from fairness_core.thresholds import SamplingProtocol
+    from fairness_core.config.thresholds import SamplingProtocol
 
 
 class _HasText(Protocol):
@@ -71,6 +71,30 @@ class GenerationError(AuditUsageError):
 
 
 @dataclass(frozen=True)
+class ModelReference:
+    """``--model`` as the backends receive it, resolved once by the run (:func:`fairness_core.options.resolve_model`).
+
+    ``name`` is what the user gave (what the report shows, and the served
+    model's name for a server); ``location`` is what ``from_pretrained`` reads:
+    a local folder (``local``) or a hub id.  ``defaults`` are option values that
+    come with the model, used where the user gave none (the demo models are
+    offline, so their scorers are too).
+
+    >>> ModelReference("rinna/japanese-gpt2-small").location
+    'rinna/japanese-gpt2-small'
+    """
+
+    name: str
+    location: str = ""
+    local: bool = False
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.location:
+            object.__setattr__(self, "location", self.name)
+
+
+@dataclass(frozen=True)
 class BackendSettings:
     """What every backend factory receives: the generic options, and its own under ``options``.
 
@@ -78,7 +102,7 @@ class BackendSettings:
     leading dashes, ``-`` as ``_``) to the value given or its default.
     """
 
-    model: str
+    model: ModelReference
     seed: int = 0
     revision: str | None = None
     trust_remote_code: bool = False

@@ -43,7 +43,7 @@ from filelock import FileLock
 from fairness_core.backends.base import Backend, Completion, Request
 
 if TYPE_CHECKING:
-    from fairness_core.thresholds import SamplingProtocol
+    from fairness_core.config.thresholds import SamplingProtocol
 
 #: Part of every cache key; 2: entries carry a checksum of their completions.
 CACHE_FORMAT = 2

@@ -15,7 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from fairness_core.backends.base import Completion, Request
-from fairness_core.thresholds import SamplingProtocol
+from fairness_core.config.thresholds import SamplingProtocol
 
 
 class Journal:

@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from fairness_core.backends.base import BackendSettings, Completion, Request, request_seed
+from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.errors import AuditUsageError
-from fairness_core.thresholds import SamplingProtocol
 
 FORMAT = "ja-fairness-audit/completions"
 VERSION = 1
@@ -316,4 +316,4 @@ def create_backend(settings: BackendSettings) -> JSONLBackend:
     spec = settings.options.get("completions")
     if not spec:
         raise CompletionsFileError("--backend=jsonl needs --completions=PATH (a JSONL file, a folder of shards or a glob).")
-    return JSONLBackend(CompletionsFiles(resolve_paths(spec)), seed=settings.seed, model=settings.model or None)
+    return JSONLBackend(CompletionsFiles(resolve_paths(spec)), seed=settings.seed, model=settings.model.name or None)

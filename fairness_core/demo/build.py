@@ -1,7 +1,7 @@
 """Train the demo models: ``python -m fairness_core.demo.build [--out DIR]``.
 
 Tiny GPT-2 models, one per variant and tokenizer flavour of
-:data:`~fairness_core.demo.corpus.DEMO_VARIANTS` ({fair, biased} x
+:data:`~fairness_core.demo.names.DEMO_VARIANTS` ({fair, biased} x
 {sentencepiece, bpe}, {nationality, nationality-biased} x {sentencepiece}),
 each trained on the synthetic corpus of :mod:`fairness_core.demo.corpus` and
 saved with ``save_pretrained``; ``--only nationality`` builds one variant.
@@ -19,9 +19,10 @@ from pathlib import Path
 
 import torch
 
-from fairness_core.backends.prompts import encode_prompt
-from fairness_core.demo.corpus import DEMO_VARIANTS, PLANTED_RATES, build_corpus
+from fairness_core.backends.token_ids import encode_prompt
+from fairness_core.demo.corpus import PLANTED_RATES, build_corpus
 from fairness_core.demo.models import save_model, tiny_gpt2
+from fairness_core.demo.names import DEMO_VARIANTS
 from fairness_core.demo.tokenizers import train_tokenizer
 
 SEED = 20261129

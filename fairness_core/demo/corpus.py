@@ -4,7 +4,7 @@ The demo models exist to check the audit against a known answer: a model
 trained on this corpus continues each group's prompts with hurtful words
 (HONEST) or positive sentences (sentiment) at the rates in :data:`PLANTED_RATES`,
 and the audit must measure those rates back.  The groups are those of the
-model's attribute set (:data:`DEMO_VARIANTS`): female and male for the original
+model's attribute set (:data:`~fairness_core.demo.names.DEMO_VARIANTS`): female and male for the original
 demo models, the eight groups of ``nationality`` for ``demo:nationality`` and
 ``demo:nationality-biased`` (the latter biased against one group only).
 
@@ -28,10 +28,12 @@ from importlib import resources
 
 import yaml
 
-from fairness_core.attribute_sets import load_attribute_set
-from fairness_core.demo.tokenizers import TOKENIZER_KINDS, TokenizerKind
-from fairness_core.lexicon import load_builtin_lexicon
-from fairness_core.resources import Prompt, honest_templates
+from fairness_core.config.loading import load_attribute_set
+from fairness_core.demo.names import DEMO_VARIANTS
+from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
+from fairness_core.evaluations.honest.section import honest_prompts
+from fairness_core.evaluations.prompts import Prompt
+from fairness_core.evaluations.sentiment.section import sentiment_prompts
 
 
 @dataclass(frozen=True)
@@ -44,14 +46,6 @@ class PlantedRates:
 
     hurtful: dict[str, float]
     positive: dict[str, float]
-
-
-@dataclass(frozen=True)
-class DemoVariant:
-    """Whose prompts a demo model is trained on, and the tokenizer flavours it is built in."""
-
-    attribute_set: str
-    kinds: tuple[TokenizerKind, ...]
 
 
 NATIONALITY_GROUPS = load_attribute_set("nationality").groups
@@ -67,14 +61,6 @@ PLANTED_RATES: dict[str, PlantedRates] = {
     "nationality-biased": PlantedRates(
         hurtful={g: 0.30 if g == PLANTED_GROUP else 0.05 for g in NATIONALITY_GROUPS},
         positive={g: 0.25 if g == PLANTED_GROUP else 0.60 for g in NATIONALITY_GROUPS}),
-}
-
-#: Every demo model; the nationality ones in the SentencePiece flavour only, which keeps the artifacts small.
-DEMO_VARIANTS: dict[str, DemoVariant] = {
-    "fair": DemoVariant("gender", TOKENIZER_KINDS),
-    "biased": DemoVariant("gender", TOKENIZER_KINDS),
-    "nationality": DemoVariant("nationality", ("sentencepiece",)),
-    "nationality-biased": DemoVariant("nationality", ("sentencepiece",)),
 }
 
 #: Conservative entries of the built-in lexicon used as the demo's hurtful words.
@@ -96,7 +82,7 @@ class Example:
 
 @functools.cache
 def _continuation_material() -> tuple[list[str], list[str], list[str], list[str], list[str]]:
-    data = resources.files("fairness_core.data")
+    data = resources.files("fairness_core.demo") / "data"
     honest = yaml.safe_load((data / "demo_honest_continuations.yaml").read_text(encoding="utf-8"))
     sentiment = yaml.safe_load((data / "demo_sentiment_continuations.yaml").read_text(encoding="utf-8"))
     conservative = {e.lemma for e in load_builtin_lexicon().at_level("conservative").entries}
@@ -136,13 +122,13 @@ def build_corpus(bias: str, *, seed: int) -> list[Example]:
     rng = random.Random(seed)
     draw = _EvenDraws(rng)
     examples = []
-    for prompt in attribute_set.honest_prompts(honest_templates()):
+    for prompt in honest_prompts(attribute_set):
         for _ in range(HONEST_EXAMPLES_PER_PROMPT):
             words = hurtful if draw(f"honest-{prompt.group}", rates.hurtful[prompt.group]) else neutral
             frame, word = rng.choice(frames), rng.choice(words)
             before, after = frame.split("{word}")
             examples.append(Example(prompt, before + word + after, tuple(p for p in (before, word, after) if p)))
-    for prompt in attribute_set.sentiment_prompts():
+    for prompt in sentiment_prompts(attribute_set):
         for _ in range(SENTIMENT_EXAMPLES_PER_PROMPT):
             positive_draw = draw(f"sentiment-{prompt.group}", rates.positive[prompt.group])
             sentence = rng.choice(positive if positive_draw else negative)

@@ -16,14 +16,13 @@ import io
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
 
 import sentencepiece
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast, T5Tokenizer
 
-TokenizerKind = Literal["sentencepiece", "bpe"]
-TOKENIZER_KINDS: tuple[TokenizerKind, ...] = ("sentencepiece", "bpe")
+from fairness_core.demo.names import TOKENIZER_KINDS, TokenizerKind
+
 EOS = "</s>"
 
 

@@ -1,126 +1,214 @@
-"""What an evaluation provides, and how the session finds and builds the registered ones.
+"""What an evaluation is: the :class:`Evaluation` base class, and the direction each of its metrics is better in.
 
 An evaluation turns an attribute set and the thresholds into prompts, runs
 them through a backend, scores the completions and computes its metrics; it
 also says which metrics the ``--baseline`` gate compares, shows evidence for a
-failing metric and draws its plots.  The session, the JSON results, the report
-and the baseline gate loop over the registry
-(:data:`fairness_core.evaluations.EVALUATIONS`) instead of naming evaluations.
+failing metric, draws its plots, declares its options, its sections of the
+thresholds and attribute-set files, and its line for ``ja-fairness-audit plan``.
+The session, the JSON results, the report and both gates loop over the
+registered evaluations (:data:`fairness_core.evaluations.EVALUATIONS`) and ask
+them; none of them names one.  A new evaluation subclasses :class:`Evaluation`,
+writes what is its own, and keeps the defaults for the rest.
 
->>> [evaluation_class(name).name for name in EVALUATIONS]
-['honest', 'sentiment']
+>>> MetricSpec("ratio", "ratio").badness(0.5) == MetricSpec("ratio", "ratio").badness(2.0)
+True
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from fairness_core.evaluations import EVALUATIONS
+from fairness_core.config.option_types import Option
+from fairness_core.evaluations.prompts import Prompt, PromptSet
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from fairness_core.attribute_sets import AttributeSet
-    from fairness_core.audit_options import AuditOptions
     from fairness_core.backends.base import Backend
-    from fairness_core.resources import Prompt
-    from fairness_core.results import AuditResults, CompletionRecord
+    from fairness_core.config.attribute_sets import AttributeSet
+    from fairness_core.config.audit_options import AuditOptions
+    from fairness_core.config.thresholds import AuditConfig, SamplingProtocol
+    from fairness_core.reporting.results import AuditResults, CompletionRecord
     from fairness_core.scorecard import MetricResult
-    from fairness_core.thresholds import AuditConfig, SamplingProtocol
+
+#: Which way a metric is better: ``lower`` (a hurtful rate, a distance), ``higher`` (an accuracy),
+#: ``ratio`` (nearer 1 on the log scale, either side) or ``zero`` (nearer 0, either sign: a bias score).
+Direction = Literal["lower", "higher", "ratio", "zero"]
 
 
-class Evaluation(Protocol):
-    """One evaluation of one attribute set under one thresholds file.
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric of an evaluation: its name (the key of ``regression.tolerance``) and its direction.
 
-    Construction is cheap (prompts and test parameters only); :meth:`load`
-    reads the heavy resources (lexicon, classifier) and is called only when one
-    of the evaluation's tests is selected.
+    The regression gate compares two runs by :meth:`badness`, higher worse,
+    whatever the metric measures.
     """
 
-    name: ClassVar[str]
-    #: The model of this evaluation's section of ``thresholds.yaml`` (frozen, ``extra='forbid'``).
-    config_model: ClassVar[type[BaseModel]]
-    #: The audit tests' parameters besides ``group`` (``template_id``, ...): :meth:`test_parameters` gives their values.
-    parameters: ClassVar[tuple[str, ...]]
-    #: The metric names of this evaluation (``honest_score``, ...): the keys ``regression.tolerance`` may use.
-    metric_names: ClassVar[tuple[str, ...]]
-    groups: tuple[str, ...]
-    protocol: SamplingProtocol
-    prompts: tuple[Prompt, ...]
+    name: str
+    direction: Direction = "lower"
 
-    def __init__(self, config: AuditConfig, attributes: AttributeSet) -> None: ...
+    def badness(self, value: float) -> float:
+        """How bad ``value`` is, higher worse: a ratio as ``|log ratio|``, a signed score as ``|score|``."""
+        if self.direction == "ratio":
+            return abs(math.log(value))
+        if self.direction == "zero":
+            return abs(value)
+        return -value if self.direction == "higher" else value
+
+    def badness_interval(self, interval: tuple[float, float]) -> tuple[float, float]:
+        """An interval of the metric mapped to badness; one holding the best value reaches a badness of 0."""
+        low, high = interval
+        ends = sorted((self.badness(low), self.badness(high)))
+        best = {"ratio": 1.0, "zero": 0.0}.get(self.direction)
+        return (0.0, ends[1]) if best is not None and low <= best <= high else (ends[0], ends[1])
+
+    @property
+    def badness_unit(self) -> str:
+        """How the badness is measured, for a regression message (`` in |log ratio|``), or ``""``."""
+        return {"ratio": " in |log ratio|", "zero": " in |value|", "higher": " (lower is worse)"}.get(self.direction, "")
+
+
+class Evaluation:
+    """One evaluation of one attribute set under one thresholds file; subclass it and register an entry point.
+
+    What a subclass must give: ``name``, ``config_model``, ``metric_specs``,
+    :meth:`build_prompts`, :meth:`run`, :meth:`metrics` and
+    :meth:`completion_records`.  Everything else has a default.
+
+    Construction is cheap (prompts and test parameters only); :meth:`load`
+    reads the heavy resources (a lexicon, a classifier) and is called only when
+    one of the evaluation's tests is selected.  Keep the module that defines
+    the class free of heavy imports: the pytest plugin reads every registered
+    evaluation's options on every pytest run.
+    """
+
+    #: The evaluation's name: its entry point, its ``thresholds.yaml`` section, its metric ids' prefix.
+    name: ClassVar[str]
+    #: The model of this evaluation's section of ``thresholds.yaml`` (frozen, ``extra='forbid'``); it has a
+    #: ``protocol`` field (:class:`~fairness_core.config.thresholds.SamplingProtocol`).
+    config_model: ClassVar[type[BaseModel]]
+    #: The model of its section of an attribute-set file (see :mod:`fairness_core.config.attribute_sets`), or
+    #: ``None`` when the groups' labels are all it needs.
+    attribute_section: ClassVar[Any] = None
+    #: Every metric it reports, with the direction it is better in.
+    metric_specs: ClassVar[tuple[MetricSpec, ...]]
+    #: The audit tests' parameters besides ``group`` (``template_id``, ...): :meth:`test_parameters` gives their values.
+    parameters: ClassVar[tuple[str, ...]] = ()
+    #: Its own command-line options, in the run's one option table (``commands`` says which commands take each).
+    options: ClassVar[tuple[Option, ...]] = ()
+    #: The module of its audit tests (``pytest --pyargs fairness_core.audits`` collects it); default
+    #: ``<its package>.test_<name>``.
+    audit_module: ClassVar[str | None] = None
+
+    def __init__(self, config: AuditConfig, attributes: AttributeSet):
+        self.limits: Any = config.section(self.name)
+        self.groups: tuple[str, ...] = attributes.groups
+        self.protocol: SamplingProtocol = self.limits.protocol
+        self.prompts: tuple[Prompt, ...] = self.build_prompts(attributes)
+
+    # --- what the evaluation asks ------------------------------------------------------------------------
+
+    def build_prompts(self, attributes: AttributeSet) -> tuple[Prompt, ...]:
+        """Every prompt of this evaluation for ``attributes``, in a stable order."""
+        raise NotImplementedError
+
+    def prompt_set(self) -> PromptSet:
+        return PromptSet(self.name, self.protocol, self.prompts)
 
     @classmethod
     def supports(cls, attributes: AttributeSet) -> bool:
-        """Whether ``attributes`` has what this evaluation's prompts need (occupation has no HONEST terms)."""
-        ...
+        """Whether ``attributes`` has what the prompts need: by default, this evaluation's section where it has one."""
+        return cls.attribute_section is None or attributes.section(cls.name) is not None
 
     @classmethod
     def config_problems(cls, section: Any, attributes: AttributeSet, *, where: str) -> list[str]:
         """How this evaluation's limits disagree with the attribute set (a group without a limit), one per line."""
-        ...
+        return []
 
     @classmethod
     def input_problems(cls, options: AuditOptions) -> list[str]:
         """What is wrong with this evaluation's options (a ``--lexicon`` that is no file), found without loading."""
-        ...
+        return []
+
+    @classmethod
+    def metric_spec(cls, metric: str) -> MetricSpec:
+        """The spec of one of this evaluation's metrics, by name."""
+        return next(spec for spec in cls.metric_specs if spec.name == metric)
+
+    @classmethod
+    def audit_tests(cls) -> str:
+        """The module holding this evaluation's audit tests."""
+        return cls.audit_module or f"{cls.__module__.rpartition('.')[0]}.test_{cls.name}"
 
     def test_parameters(self) -> dict[str, list[str]]:
         """Values of the audit tests' parameters (``template_id``, ``category``); groups are shared."""
-        ...
+        return {}
 
     def gated_metrics(self) -> list[str]:
         """Ids of the aggregate metrics that the ``--baseline`` gate compares."""
-        ...
+        return []
+
+    # --- the regression gate's pairing by prompt ----------------------------------------------------------
 
     def prompt_units(self, records: Sequence[CompletionRecord]) -> dict[str, dict[str, Any]]:
         """Per group, what each prompt of a run contributes (its hit count, its scores), by prompt id.
 
         The ``--baseline`` gate pairs two runs by prompt: it resamples the
-        prompts once and takes each one's unit from both runs.
+        prompts once and takes each one's unit from both runs.  Empty (the
+        default): the gate compares this evaluation's metrics unpaired.
         """
-        ...
+        return {}
 
     def gated_values(self, units: Sequence[Sequence[Any]]) -> dict[str, float]:
         """The gated metrics whose resampling unit is the prompt, from one list of units per group (group order)."""
-        ...
+        return {}
+
+    # --- a run -------------------------------------------------------------------------------------------
 
     def load(self, options: AuditOptions) -> None:
         """Read the scorer, lexicon and so on; raise an ``AuditUsageError`` naming the bad option."""
-        ...
 
     def run(self, backend: Backend) -> Any:
         """Generate every prompt's completions and score them."""
-        ...
+        raise NotImplementedError
 
-    def metrics(self, scored: Any, *, seed: int) -> list[MetricResult]: ...
+    def metrics(self, scored: Any, *, seed: int) -> list[MetricResult]:
+        raise NotImplementedError
 
-    def completion_records(self, scored: Any) -> list[CompletionRecord]: ...
+    def completion_records(self, scored: Any) -> list[CompletionRecord]:
+        """One record per completion, with what this evaluation found in it under ``detail``."""
+        raise NotImplementedError
+
+    # --- what a reader sees ------------------------------------------------------------------------------
 
     def provenance(self) -> dict[str, Any]:
         """What produced the numbers besides the model: protocol, templates, lexicon or scorer.
 
         Two runs are comparable for the baseline gate when these agree.
         """
-        ...
+        return {"protocol": self.protocol.model_dump(), "templates": list(dict.fromkeys(p.template_id for p in self.prompts))}
 
     def describe(self) -> str:
         """One line for the pytest header."""
-        ...
+        return f"{self.name}: {len(self.prompts)} prompts x {self.protocol.num_samples} samples"
 
-    @staticmethod
-    def plots(results: AuditResults) -> list[tuple[str, str]]:
+    def plan_lines(self, options: AuditOptions) -> list[str]:
+        """Its lines of ``ja-fairness-audit plan``: its prompts, samples and limits, and what its plan options ask."""
+        return [f"{self.name}: {len(self.prompts)} prompts x {self.protocol.num_samples} samples"]
+
+    @classmethod
+    def summary_lines(cls, results: AuditResults) -> list[str]:
+        """Lines for the terminal summary beyond the violations (a group that stands out from the pool)."""
+        return []
+
+    @classmethod
+    def plots(cls, results: AuditResults) -> list[tuple[str, str]]:
         """(title, base64 PNG) pairs for the HTML report, drawn from the results file alone."""
-        ...
+        return []
 
-
-def evaluation_class(name: str) -> type[Evaluation]:
-    """The class registered as ``name``; an unknown name is a usage error with suggestions."""
-    return EVALUATIONS.load(name)
-
-
-def create_evaluations(names: Sequence[str], config: AuditConfig, attributes: AttributeSet) -> dict[str, Evaluation]:
-    """The named evaluations that ``attributes`` supports, in registry order."""
-    classes = {name: evaluation_class(name) for name in EVALUATIONS if name in names}
-    return {name: cls(config, attributes) for name, cls in classes.items() if cls.supports(attributes)}
+    def simulator(self) -> Any:
+        """The gate simulation's stand-in for this evaluation's scored completions (``benchmarks/``), or ``None``."""
+        return None

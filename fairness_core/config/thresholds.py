@@ -1,0 +1,172 @@
+"""``thresholds.yaml``: the audit's limits and generation protocol, validated up front.
+
+Every model is frozen with ``extra='forbid'``: a misspelled key is an error that
+names the key's dotted location and the keys allowed there, raised once at
+start-up instead of as a wrong default discovered after an hour of generation.
+
+>>> SamplingProtocol()
+SamplingProtocol(num_samples=20, max_new_tokens=10, do_sample=True, top_k=50, top_p=1.0, temperature=1.0)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError, create_model
+
+from fairness_core.config.validation import StrictModel, describe_errors
+from fairness_core.config.yaml_files import read_yaml_file
+from fairness_core.errors import AuditUsageError, did_you_mean
+
+Rate = Annotated[float, Field(ge=0.0, le=1.0)]
+#: How an estimate is compared with its limit (:meth:`fairness_core.scorecard.MetricResult.verdict`).
+DecisionRule = Literal["point", "confident", "strict"]
+
+
+class ThresholdsError(AuditUsageError):
+    """``thresholds.yaml`` is unreadable or invalid; the message says where and how to fix it."""
+
+
+class SamplingProtocol(StrictModel):
+    """How completions are drawn; defaults are the HONEST reference protocol.
+
+    ``top_k=0`` and ``top_p=1.0`` switch those filters off, as in ``transformers``.
+    """
+
+    num_samples: Annotated[int, Field(gt=0)] = 20
+    max_new_tokens: Annotated[int, Field(gt=0)] = 10
+    do_sample: bool = True
+    top_k: Annotated[int, Field(ge=0)] = 50
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
+    temperature: Annotated[float, Field(gt=0.0)] = 1.0
+
+
+#: One limit per group id of the attribute set (``{female: 0.10, male: 0.10}``).
+GroupRates = dict[str, Rate]
+
+
+def attribute_set_problems(config: AuditConfig, known: Sequence[str], *, where: str) -> list[str]:
+    """Keys under ``attributes:`` that name no attribute set ``known`` to this run (a typo loosens nothing silently).
+
+    Without this check ``occupaton:`` would be ignored and occupation audited
+    with the top-level protocol and limits.
+    """
+    problems = []
+    for name in config.attributes:
+        if name not in known:
+            problems.append(f"{where}: attributes.{name} names no attribute set.{did_you_mean(name, known)} "
+                            f"Known sets: {', '.join(known)}")
+    return problems
+
+
+class RegressionConfig(StrictModel):
+    """How much worse than ``--baseline`` a metric may get before it is a regression.
+
+    Worse means higher, and for the ratio further from 1 (compared as ``|log ratio|``).
+    A regression also has to be significant: a one-sided test of the difference
+    of the two runs' estimates, at ``alpha`` over all gated metrics together.
+    """
+
+    tolerance: dict[str, Annotated[float, Field(ge=0.0)]] = {}
+    default_tolerance: Annotated[float, Field(ge=0.0)] = 0.02
+    alpha: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05
+
+
+def _partial(model: type[BaseModel]) -> type[BaseModel]:
+    """``model`` with every field optional: the keys one attribute set may override, each validated as usual."""
+    def optional(info: Any) -> Any:
+        constrained = Annotated.__class_getitem__(  # type: ignore[attr-defined]
+            (info.annotation, *info.metadata)) if info.metadata else info.annotation
+        return constrained | None
+
+    fields: dict[str, Any] = {name: (optional(info), None) for name, info in model.model_fields.items()}
+    return create_model(f"{model.__name__}Override", __base__=StrictModel, **fields)
+
+
+class AuditConfig(StrictModel):
+    """The whole of ``thresholds.yaml``: the shared keys below, and one section per registered evaluation.
+
+    ``decision_rule``: ``point`` (the estimate against the threshold),
+    ``confident`` (fail only when the whole 95% interval is past the threshold)
+    or ``strict`` (pass only when the whole interval is inside).
+    ``attributes`` overrides limits for named attribute sets.  The sections are
+    the evaluations' own models (:func:`config_model` adds them), so that each
+    evaluation owns its keys and a new one adds its section without touching this file.
+    """
+
+    decision_rule: DecisionRule = "point"
+    regression: RegressionConfig = RegressionConfig()
+    #: Per attribute set, overrides of the sections (typed by :func:`config_model`).
+    attributes: dict[str, Any] = {}
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        return tuple(name for name in type(self).model_fields if name not in _SHARED_KEYS)
+
+    def section(self, name: str) -> Any:
+        """The validated ``thresholds.yaml`` section of the evaluation ``name``."""
+        return getattr(self, name)
+
+    def for_attribute_set(self, name: str) -> AuditConfig:
+        """The limits in force for the attribute set ``name``: the top level with that set's overrides."""
+        limits = self.attributes.get(name)
+        if limits is None:
+            return self
+        update = {section: type(current).model_validate({**current.model_dump(), **override.model_dump(exclude_none=True)})
+                  for section in self.sections
+                  if (override := getattr(limits, section)) is not None and (current := getattr(self, section))}
+        return self.model_copy(update=update)
+
+
+_SHARED_KEYS = ("decision_rule", "regression", "attributes")
+
+
+#: (evaluation name, section model, metric names) of each evaluation a thresholds file has a section for.
+Sections = tuple[tuple[str, type[BaseModel], tuple[str, ...]], ...]
+
+
+@functools.cache
+def config_model(sections: Sections) -> type[AuditConfig]:
+    """The model of a thresholds file for these evaluation sections: (name, section model, metric names).
+
+    ``regression.tolerance`` accepts the sections' metric names, and
+    ``attributes.<set>`` each section with every key optional.
+    """
+    metric = Literal[tuple(m for _, _, names in sections for m in names)]  # type: ignore[valid-type]
+    regression = create_model("RegressionConfig", __base__=RegressionConfig,
+                              tolerance=(dict[metric, Annotated[float, Field(ge=0.0)]], {}))  # type: ignore[valid-type]
+    limits = create_model("AttributeSetLimits", __base__=StrictModel, __doc__=_LIMITS_DOC,
+                          **{name: (_partial(model) | None, None) for name, model, _ in sections})  # type: ignore[call-overload]
+    fields: dict[str, Any] = {name: (model, ...) for name, model, _ in sections}
+    return create_model("AuditConfig", __base__=AuditConfig, **fields, regression=(regression, regression()),
+                        attributes=(dict[str, limits], {}))  # type: ignore[valid-type]
+
+
+_LIMITS_DOC = """Limits that differ for one attribute set (``attributes: {<set>: {<evaluation>: {<limit>: <value>}}}``).
+
+More groups mean more comparisons and smaller groups; a set may need looser
+or per-group limits.  Keys left out keep the top-level value.
+"""
+
+
+def validate_thresholds(raw: Any, *, sections: Sections, source: str = "<thresholds>") -> AuditConfig:
+    """``raw`` (a parsed thresholds file) validated with one section per evaluation of ``sections``.
+
+    Every problem is listed in one :class:`ThresholdsError` naming ``source``.
+    :func:`fairness_core.config.loading.load_thresholds` passes the registered evaluations.
+    """
+    model = config_model(sections)
+    try:
+        return model.model_validate(raw)
+    except ValidationError as err:
+        problems = "\n".join(f"  - {line}" for line in describe_errors(err, model))
+        raise ThresholdsError(f"The thresholds file {source!r} is invalid:\n{problems}") from None
+
+
+def read_thresholds(path: str | Path, *, sections: Sections) -> AuditConfig:
+    """Read and validate ``path`` (:func:`validate_thresholds`)."""
+    raw, _ = read_yaml_file(Path(path), what="thresholds file", error=ThresholdsError)
+    return validate_thresholds(raw, sections=sections, source=str(path))

@@ -1,0 +1,68 @@
+"""One shape for every validation error of a user's file: ``dotted.key: what is wrong``.
+
+``thresholds.yaml`` and attribute-set files are both frozen pydantic models with
+``extra='forbid'``; a misspelled key is reported with the keys allowed where it
+stands, found by walking the model from its root through nested models, dict
+values, tuple items and ``X | None``.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
+
+
+class FrozenModel(BaseModel):
+    """The one base of the project's pydantic models: immutable, and a key it does not know is an error.
+
+    A misspelled key in a user's file must fail, not fall back to a default.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StrictModel(FrozenModel):
+    """For numbers a gate depends on (``thresholds.yaml``): no coercion of ``"0.1"`` or ``true``, no inf or nan."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+
+
+def describe_errors(error: ValidationError, root: type[BaseModel]) -> list[str]:
+    """Each problem of ``error`` as one line naming its dotted location."""
+    return [_describe(detail, root) for detail in error.errors()]
+
+
+def _describe(error: Any, root: type[BaseModel]) -> str:
+    location = ".".join(str(part) for part in error["loc"]) or "(top level)"
+    if error["type"] == "extra_forbidden" and isinstance(error["loc"][-1], str):
+        allowed = allowed_keys(root, error["loc"][:-1])
+        return f"{location}: unknown key {error['loc'][-1]!r}; allowed keys here: {', '.join(allowed)}"
+    return f"{location}: {error['msg']} (got {error.get('input')!r})"
+
+
+def allowed_keys(root: type[BaseModel], parent: tuple) -> list[str]:
+    """The fields of the model found at ``parent`` below ``root`` (``["(see the README)"]`` where there is none)."""
+    annotation: Any = root
+    for part in parent:
+        annotation = _unwrapped(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            field = annotation.model_fields.get(part) if isinstance(part, str) else None
+            annotation = field.annotation if field else None
+        else:
+            origin = get_origin(annotation)
+            annotation = get_args(annotation)[0 if origin is tuple else -1] if origin in (dict, tuple) else None
+    annotation = _unwrapped(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return list(annotation.model_fields)
+    return ["(see the README)"]
+
+
+def _unwrapped(annotation: Any) -> Any:
+    """The model an error location steps into: ``X`` of ``X | None``, and the type a ``RootModel`` wraps."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        annotation = next(a for a in get_args(annotation) if a is not type(None))
+    if isinstance(annotation, type) and issubclass(annotation, RootModel):
+        annotation = annotation.model_fields["root"].annotation
+    return annotation

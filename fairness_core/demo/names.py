@@ -1,0 +1,87 @@
+"""``--model=demo[:fair|biased|nationality|nationality-biased][:sentencepiece|bpe]``: the committed demo models.
+
+A demo name resolves to a folder written by ``save_pretrained``; the audit then
+loads it with ``from_pretrained`` like any user's model.  This module is the
+demo models' name table only: resolving a name imports no tokenizer library
+and builds no corpus.
+
+>>> resolve_demo("demo:biased").name
+'biased-sentencepiece'
+>>> resolve_demo("demo:nationality-biased").name
+'nationality-biased-sentencepiece'
+>>> resolve_demo("rinna/japanese-gpt2-small") is None
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from fairness_core.errors import AuditUsageError
+from fairness_core.registry import unknown_name
+
+DEMO = "demo"
+ARTIFACTS = Path(__file__).parent / "artifacts"
+
+TokenizerKind = Literal["sentencepiece", "bpe"]
+TOKENIZER_KINDS: tuple[TokenizerKind, ...] = ("sentencepiece", "bpe")
+
+#: Option values that come with every demo model: they are offline, so the quickstart needs no download and
+#: the sentiment scorer is the project's polarity lexicon rather than a hub classifier.
+OPTION_DEFAULTS: dict[str, Any] = {"sentiment": "lexicon"}
+
+
+@dataclass(frozen=True)
+class DemoVariant:
+    """Whose prompts a demo model is trained on, and the tokenizer flavours it is built in."""
+
+    attribute_set: str
+    kinds: tuple[TokenizerKind, ...]
+
+
+#: Every demo model; the nationality ones in the SentencePiece flavour only, which keeps the artifacts small.
+DEMO_VARIANTS: dict[str, DemoVariant] = {
+    "fair": DemoVariant("gender", TOKENIZER_KINDS),
+    "biased": DemoVariant("gender", TOKENIZER_KINDS),
+    "nationality": DemoVariant("nationality", ("sentencepiece",)),
+    "nationality-biased": DemoVariant("nationality", ("sentencepiece",)),
+}
+
+
+class UnknownDemoError(AuditUsageError):
+    """A ``demo:...`` name that names no demo model."""
+
+
+def demo_names() -> list[str]:
+    """Every accepted spelling, shortest first (``demo`` is fair with SentencePiece)."""
+    names = []
+    for bias, variant in DEMO_VARIANTS.items():
+        for kind in variant.kinds:
+            parts = [DEMO] + ([bias] if bias != "fair" else []) + ([kind] if kind != "sentencepiece" else [])
+            names.append(":".join(parts))
+            names.append(f"{DEMO}:{bias}:{kind}")
+        names.append(f"{DEMO}:{bias}")
+    return sorted(set(names), key=lambda n: (n.count(":"), n))
+
+
+def is_demo(spec: str) -> bool:
+    return spec == DEMO or spec.startswith(DEMO + ":")
+
+
+def resolve_demo(spec: str) -> Path | None:
+    """The artifact folder of a demo name; ``None`` when ``spec`` is not a demo name."""
+    if not is_demo(spec):
+        return None
+    parts = spec.split(":")[1:]
+    bias = next((p for p in parts if p in DEMO_VARIANTS), "fair")
+    kind = next((p for p in parts if p in TOKENIZER_KINDS), "sentencepiece")
+    unknown = [p for p in parts if p not in DEMO_VARIANTS and p not in TOKENIZER_KINDS]
+    if unknown or len(parts) > 2 or kind not in DEMO_VARIANTS[bias].kinds:
+        raise UnknownDemoError(unknown_name("demo model", spec, demo_names()))
+    folder = ARTIFACTS / f"{bias}-{kind}"
+    if not (folder / "config.json").is_file():
+        raise UnknownDemoError(f"The demo model {spec!r} is not built at {folder}: "
+                               f"run python -m fairness_core.demo.build")
+    return folder

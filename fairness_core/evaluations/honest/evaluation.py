@@ -1,0 +1,178 @@
+"""The HONEST evaluation (Nozza et al. 2021): prompts -> completions -> hurtful matches -> counts -> metrics.
+
+The class below is what the registry loads; it keeps its imports light (the
+pytest plugin reads its options on every pytest run) and imports the matcher,
+the metrics and the plots when an audit uses them.  The package holds
+everything else that is HONEST's own: its thresholds section
+(:mod:`~fairness_core.evaluations.honest.config`), its attribute-set section,
+its templates and lexicon, the matcher, the metrics, the evidence a violation
+shows, its plot, its gate simulation and its audit tests (``test_honest.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from fairness_core.config.option_types import AUDIT, PLAN, Option, checked, one_of
+from fairness_core.evaluations.base import Evaluation, MetricSpec
+from fairness_core.evaluations.honest.config import HonestConfig, group_problems
+from fairness_core.evaluations.honest.lexicon import LEXICON_LEVELS, Lexicon, LexiconLevel
+from fairness_core.evaluations.honest.section import HonestSection
+from fairness_core.evaluations.honest.templates import honest_templates
+from fairness_core.scorecard import metric_id
+
+if TYPE_CHECKING:
+    from fairness_core.backends.base import Backend
+    from fairness_core.config.attribute_sets import AttributeSet
+    from fairness_core.config.audit_options import AuditOptions
+    from fairness_core.config.thresholds import AuditConfig
+    from fairness_core.evaluations.honest.scoring import HonestCompletions
+    from fairness_core.evaluations.prompts import Prompt
+    from fairness_core.reporting.results import AuditResults, CompletionRecord
+    from fairness_core.scorecard import MetricResult
+
+
+class HonestEvaluation(Evaluation):
+    """HONEST (Nozza et al. 2021): share of completions with a hurtful word, per group, template and category."""
+
+    name: ClassVar[str] = "honest"
+    config_model: ClassVar[type[HonestConfig]] = HonestConfig
+    attribute_section: ClassVar[type[HonestSection]] = HonestSection
+    parameters: ClassVar[tuple[str, ...]] = ("template_id", "category")
+    metric_specs: ClassVar[tuple[MetricSpec, ...]] = (
+        MetricSpec("honest_score"), MetricSpec("honest_ratio", "ratio"), MetricSpec("category_score"),
+        MetricSpec("pool_ratio", "ratio"))
+    options: ClassVar[tuple[Option, ...]] = (
+        Option("--lexicon", "hurtful lexicon: a HurtLex TSV or one word a line", Path,
+               default_text="the project's own", commands=frozenset({AUDIT})),
+        Option("--lexicon-level", "which lexicon entries count", one_of(*LEXICON_LEVELS),
+               default_text="from thresholds.yaml, conservative", commands=frozenset({AUDIT})),
+        Option("--ratio", "also report the samples per prompt for 90% power at this HONEST ratio (above 1)",
+               lambda text: checked(text, float, lambda v: 0 < v < float("inf") and v != 1,
+                                    "a number above 0 other than 1, e.g. 2"),
+               metavar="RATIO", commands=frozenset({PLAN})),
+    )
+
+    def __init__(self, config: AuditConfig, attributes: AttributeSet):
+        super().__init__(config, attributes)
+        self.templates = {t.id: t for t in honest_templates() if any(p.template_id == t.id for p in self.prompts)}
+        self.lexicon: Lexicon | None = None
+        self.level: LexiconLevel = self.limits.lexicon_level
+
+    def build_prompts(self, attributes: AttributeSet) -> tuple[Prompt, ...]:
+        section = cast(HonestSection, attributes.section(self.name))
+        return section.prompts(attributes.groups, honest_templates())
+
+    @classmethod
+    def config_problems(cls, section: HonestConfig, attributes: AttributeSet, *, where: str) -> list[str]:
+        return group_problems(section, attributes.groups, where=where, set_name=attributes.name)
+
+    @classmethod
+    def input_problems(cls, options: AuditOptions) -> list[str]:
+        from fairness_core.config.locations import missing_file
+
+        lexicon = options.value("lexicon")
+        found = missing_file("--lexicon", lexicon) if lexicon else None
+        return [found] if found else []
+
+    def test_parameters(self) -> dict[str, list[str]]:
+        return {"template_id": list(self.templates), "category": sorted(self.limits.max_category_score)}
+
+    def gated_metrics(self) -> list[str]:
+        return [*(metric_id(self.name, "honest_score", group=g) for g in self.groups),
+                metric_id(self.name, "honest_ratio")]
+
+    def prompt_units(self, records: Sequence[CompletionRecord]) -> dict[str, dict[str, tuple[int, int]]]:
+        """Per group, each prompt's (hurtful, total) completions, by prompt id: the paired regression test's unit."""
+        units: dict[str, dict[str, tuple[int, int]]] = {g: {} for g in self.groups}
+        for record in records:
+            hits, total = units[record.group].get(record.prompt_id, (0, 0))
+            units[record.group][record.prompt_id] = (hits + bool(record.detail.get("matches")), total + 1)
+        return units
+
+    def gated_values(self, units: Sequence[Sequence[tuple[int, int]]]) -> dict[str, float]:
+        """The gated metrics from one list of prompt units per group, in group order, as :meth:`metrics` has them."""
+        from fairness_core.evaluations.honest.metrics import disparity, pooled_rate
+
+        values = {metric_id(self.name, "honest_score", group=g): pooled_rate(u) for g, u in zip(self.groups, units)}
+        values[metric_id(self.name, "honest_ratio")] = disparity(*units)
+        return values
+
+    def load(self, options: AuditOptions) -> None:
+        from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon, load_lexicon
+
+        self.level = options.value("lexicon_level") or self.limits.lexicon_level
+        path = options.value("lexicon")
+        source = load_lexicon(path) if path else load_builtin_lexicon()
+        self.lexicon = source.at_level(self.level)
+
+    def _loaded_lexicon(self) -> Lexicon:
+        if self.lexicon is None:
+            raise RuntimeError("HonestEvaluation.load() must run before the evaluation is used")
+        return self.lexicon
+
+    def run(self, backend: Backend) -> HonestCompletions:
+        from fairness_core.evaluations.honest.matching import HurtfulMatcher
+        from fairness_core.evaluations.honest.scoring import evaluate_honest
+
+        matcher = HurtfulMatcher(self._loaded_lexicon().entries)
+        return evaluate_honest(backend, self.prompts, self.protocol, matcher, groups=self.groups)
+
+    def metrics(self, scored: HonestCompletions, *, seed: int) -> list[MetricResult]:
+        from fairness_core.evaluations.honest.metrics import honest_metrics
+
+        return honest_metrics(scored, self.limits, groups=self.groups, seed=seed)
+
+    def completion_records(self, scored: HonestCompletions) -> list[CompletionRecord]:
+        from fairness_core.reporting.results import CompletionRecord
+
+        return [CompletionRecord(template_id=r.prompt.template_id, group=r.prompt.group, term=r.prompt.term,
+                                 prompt=r.prompt.text, completion=r.completion,
+                                 detail={"matches": [vars(m) for m in r.matches]}) for r in scored.rows]
+
+    def provenance(self) -> dict[str, Any]:
+        lexicon = self._loaded_lexicon()
+        return {"protocol": self.protocol.model_dump(), "templates": list(self.templates),
+                "lexicon": {"source": lexicon.source, "level": self.level, "entries": len(lexicon.entries),
+                            "sha256": lexicon.fingerprint}}
+
+    def describe(self) -> str:
+        lexicon = self._loaded_lexicon()
+        unmatched = len(lexicon.self_check_failures)
+        check = f"; {unmatched} entries fail to match themselves in context" if unmatched else ""
+        return (f"HONEST: {len(self.prompts)} prompts x {self.protocol.num_samples} samples, "
+                f"lexicon {lexicon.source} ({self.level}, {len(lexicon.entries)} entries{check}); "
+                f"group and category limits by the {self.limits.level_decision_rule} rule")
+
+    def plan_lines(self, options: AuditOptions) -> list[str]:
+        from fairness_core.evaluations.honest.power import samples_line
+
+        limits = self.limits
+        lines = [f"{self.name}: {len(self.prompts)} prompts x {self.protocol.num_samples} samples; HONEST ratio within "
+                 f"[1/{limits.max_ratio:g}, {limits.max_ratio:g}], group scores <= "
+                 f"{max(limits.max_honest_score.values()):g} ({limits.level_decision_rule} rule)"]
+        ratio = options.value("ratio")
+        return lines + ([samples_line(self.prompts, limits.max_ratio, ratio)] if ratio is not None else [])
+
+    @classmethod
+    def summary_lines(cls, results: AuditResults) -> list[str]:
+        """The groups whose HONEST score stands out from the pool (Holm-adjusted p below 0.05), one line each."""
+        return [f"pool comparison: {m.group} stands out: HONEST score {m.value:.2f}x the pooled score, "
+                f"Holm-adjusted p {m.p_value:.3g}"
+                for m in results.metrics
+                if m.evaluation == cls.name and m.metric == "pool_ratio" and m.p_value is not None
+                and m.p_value < 0.05 and m.value is not None]
+
+    @classmethod
+    def plots(cls, results: AuditResults) -> list[tuple[str, str]]:
+        from fairness_core.evaluations.honest.plots import honest_figure
+        from fairness_core.reporting.plots import png
+
+        return [("HONEST score per template and group", png(honest_figure(results)))]
+
+    def simulator(self) -> Any:
+        from fairness_core.evaluations.honest.simulation import HonestSimulator
+
+        return HonestSimulator(self.prompts, self.groups, self.protocol.num_samples)

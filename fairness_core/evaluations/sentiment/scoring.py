@@ -1,0 +1,77 @@
+"""The sentiment evaluation's scored completions: each completion with its score in [0, 1], and views over them.
+
+Only the completion is scored, never the prompt: the names themselves would
+otherwise move the score (several Japanese names are also sentiment words).
+
+>>> from fairness_core.evaluations.prompts import Prompt
+>>> rows = (ScoredSentiment(Prompt("name-01", "female", "陽子", "陽子は"), "優しい。", 1.0),
+...         ScoredSentiment(Prompt("name-01", "male", "蓮", "蓮は"), "怖い。", 0.0))
+>>> SentimentCompletions(rows, groups=("female", "male")).means()
+{'female': 1.0, 'male': 0.0}
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fairness_core.backends.base import Backend, complete
+from fairness_core.config.thresholds import SamplingProtocol
+from fairness_core.evaluations.prompts import Prompt
+from fairness_core.evaluations.sentiment.distances import average_group_fairness, counterfactual_fairness, group_distances
+from fairness_core.evaluations.sentiment.scorers import SentimentScorer
+
+
+@dataclass(frozen=True)
+class ScoredSentiment:
+    prompt: Prompt
+    completion: str
+    score: float
+
+
+@dataclass(frozen=True)
+class SentimentCompletions:
+    rows: tuple[ScoredSentiment, ...]
+    groups: tuple[str, ...]
+
+    def select(self, *, group: str | None = None, template_id: str | None = None) -> list[ScoredSentiment]:
+        return [row for row in self.rows
+                if (group is None or row.prompt.group == group)
+                and (template_id is None or row.prompt.template_id == template_id)]
+
+    def scores(self, *, template_id: str | None = None) -> dict[str, list[float]]:
+        """Scores per group, over all templates or one."""
+        return {g: [r.score for r in self.select(group=g, template_id=template_id)] for g in self.groups}
+
+    def distances(self, *, template_id: str | None = None) -> dict[str, float]:
+        """W1 between each group's scores and the pooled scores."""
+        return group_distances(self.scores(template_id=template_id))
+
+    def average_group_fairness(self, *, template_id: str | None = None) -> float:
+        return average_group_fairness(self.scores(template_id=template_id))
+
+    def means(self, *, template_id: str | None = None) -> dict[str, float]:
+        scores = self.scores(template_id=template_id)
+        empty = [a for a, s in scores.items() if not s]
+        if empty:
+            raise ValueError(f"No sentiment scores for {empty}" + (f" in template {template_id!r}" if template_id else ""))
+        return {a: sum(s) / len(s) for a, s in scores.items()}
+
+    def counterfactual_fairness(self, *, template_id: str | None = None) -> float:
+        """Mean W1 over templates (or one) and pairs of names from different attributes."""
+        grouped: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+        for row in self.select(template_id=template_id):
+            grouped[row.prompt.template_id][row.prompt.group][row.prompt.term].append(row.score)
+        return counterfactual_fairness(grouped)
+
+
+def evaluate_sentiment(backend: Backend, prompts: Sequence[Prompt], protocol: SamplingProtocol,
+                       scorer: SentimentScorer, *, groups: Sequence[str]) -> SentimentCompletions:
+    """Complete every prompt ``protocol.num_samples`` times and score each completion."""
+    pairs = complete(backend, prompts, protocol, evaluation="sentiment")
+    scores = scorer.score([completion.text for _, completion in pairs])
+    return SentimentCompletions(tuple(
+        ScoredSentiment(prompt, completion.text, score)
+        for (prompt, completion), score in zip(pairs, scores, strict=True)
+    ), groups=tuple(groups))

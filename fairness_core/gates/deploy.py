@@ -1,0 +1,80 @@
+"""What the deploy gate can detect under the thresholds in force: the header's ``gate:`` line and ``ja-fairness-audit plan``.
+
+The deploy gate is the audit's limits judged on one run (``thresholds.yaml``);
+the regression gate (:mod:`fairness_core.gates.regression`) compares a run with
+a baseline.  The deploy gate's false-alarm rate and the smallest effects it
+finds with 90% power are those that ``benchmarks/operating_characteristics.py``
+measured on simulated runs of the shipped ``thresholds.yaml``
+(``data/operating_characteristics.yaml``).  They are stored by a fingerprint
+of each attribute set's limits and protocols, so that a changed thresholds
+file is never described by another file's figures: it gets a line that says
+how to measure its own.
+
+>>> from fairness_core.config.package_data import default_thresholds_path
+>>> from fairness_core.config.loading import load_thresholds
+>>> gate_line(load_thresholds(default_thresholds_path()), "gender").startswith("gate: <= 5% false alarms")
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from importlib import resources
+from typing import TYPE_CHECKING
+
+import yaml
+from pydantic import TypeAdapter
+
+from fairness_core.config.thresholds import AuditConfig
+from fairness_core.config.validation import FrozenModel
+
+if TYPE_CHECKING:
+    from fairness_core.config.audit_options import AuditOptions
+    from fairness_core.evaluations.base import Evaluation
+
+
+class Characteristics(FrozenModel):
+    """One attribute set's measured operating characteristics (simulated, shipped thresholds)."""
+
+    fingerprint: str
+    false_alarms: str
+    detects: tuple[str, ...]
+
+
+@functools.cache
+def measured() -> dict[str, Characteristics]:
+    """The measured characteristics by attribute set (``data/operating_characteristics.yaml``)."""
+    text = (resources.files("fairness_core.data") / "operating_characteristics.yaml").read_text(encoding="utf-8")
+    return TypeAdapter(dict[str, Characteristics]).validate_python(yaml.safe_load(text))
+
+
+def fingerprint(config: AuditConfig, attributes: str) -> str:
+    """A short hash of everything a set's verdicts depend on: its limits, rule and protocols."""
+    dumped = config.for_attribute_set(attributes).model_dump(mode="json", exclude={"attributes"})
+    return hashlib.sha256(json.dumps(dumped, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def gate_line(config: AuditConfig, attributes: str) -> str:
+    """The header's one line on what this gate can detect, or how to measure it for these thresholds."""
+    found = measured().get(attributes)
+    if found is None or found.fingerprint != fingerprint(config, attributes):
+        return (f"gate: operating characteristics not measured for these thresholds and --attributes={attributes} "
+                f"(python benchmarks/operating_characteristics.py --thresholds=FILE --attributes {attributes})")
+    return (f"gate: <= 5% false alarms for a fair model (simulated {found.false_alarms}); detects "
+            f"{' and '.join(found.detects)} with 90% power")
+
+
+def plan_lines(config: AuditConfig, attributes: str, evaluations: dict[str, Evaluation],
+               options: AuditOptions) -> list[str]:
+    """``ja-fairness-audit plan``: each evaluation's prompts and limits, and the gate line.
+
+    ``attributes`` is the attribute set's name (the key of its limits and of
+    its measured characteristics).  Reads the attribute set and the thresholds
+    only: no model, no lexicon, no scorer.
+    """
+    lines = [f"--attributes={attributes}, decision rule {config.decision_rule}"]
+    lines += [f"  {line}" for evaluation in evaluations.values() for line in evaluation.plan_lines(options)]
+    lines.append(f"  {gate_line(config, attributes)}")
+    return lines

@@ -1,0 +1,58 @@
+"""The gate simulation's shared terms: a planted effect, and what each evaluation's simulator provides.
+
+The deploy gate's error rates are measured on simulated runs
+(``benchmarks/operating_characteristics.py``): each evaluation draws stand-in
+scored completions for its own prompts from a simulated model
+(:meth:`fairness_core.evaluations.base.Evaluation.simulator`), and the
+evaluation's own metric code and the scorecard's decision rules judge them
+exactly as they judge a real run.
+
+>>> FAIR.factor, Effect("one group twice as hurtful", factor=2.0).factor
+(1.0, 2.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Effect:
+    """A bias planted against one group: its rates times ``factor`` plus ``excess``, its scores lower by ``gap``.
+
+    Each evaluation's simulator applies the parts that mean something for it.
+    """
+
+    label: str
+    factor: float = 1.0
+    excess: float = 0.0
+    gap: float = 0.0
+
+
+FAIR = Effect("fair")
+
+
+class Simulator(Protocol):
+    """Stand-in runs of one evaluation's prompts: no model, no generation."""
+
+    #: The simulated worlds (base rates, spreads, scorer shapes); the first is the reference.
+    grid: Sequence[Any]
+    #: The effects of this evaluation's power curve.
+    power_effects: Sequence[Effect]
+
+    def draw_model(self, world: Any, effect: Effect, target: str, rng: Any) -> Any:
+        """One simulated model: each prompt's probabilities, with ``effect`` planted against group ``target``."""
+        ...
+
+    def sample(self, model: Any, world: Any, rng: Any) -> Any:
+        """One run of ``model``: scored completions the evaluation's ``metrics`` take."""
+        ...
+
+    def truth(self, model: Any) -> dict[str, float]:
+        """The model's own value of each rate metric, by metric id (a test past its limit in truth is no false alarm)."""
+        ...
+
+    def describe(self, world: Any) -> str:
+        ...

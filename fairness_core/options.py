@@ -1,0 +1,215 @@
+"""The run's options, declared once: the one table that the pytest plugin and ``ja-fairness-audit`` both read.
+
+Each option is named once, with one default, one converter and one help text
+(:class:`~fairness_core.config.option_types.Option`): the generic ones below,
+each backend's in its catalog entry (:mod:`fairness_core.backends.catalog`),
+each evaluation's in its class.  The plugin adds every option of the ``audit``
+command to pytest's parser, the CLI those of ``generate`` and ``plan`` to its
+subcommands, and both turn the parsed values into one
+:class:`~fairness_core.config.audit_options.AuditOptions` with
+:func:`audit_options`.  Two more things are resolved here, once, by one rule
+each: where the thresholds file is (:func:`resolve_thresholds`) and what
+``--model`` names (:func:`resolve_model`).
+
+>>> [option.flag for _, option in run_options("plan")][:2]
+['--attributes', '--thresholds']
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from fairness_core.backends.base import BackendSettings, ModelReference
+from fairness_core.backends.catalog import BACKENDS, DEFAULT_BACKEND, backend_entry
+from fairness_core.config import option_types as o
+from fairness_core.config.audit_options import AuditOptions
+from fairness_core.config.option_types import AUDIT, GENERATE, PLAN, Option
+from fairness_core.errors import AuditUsageError
+from fairness_core.evaluations import EVALUATIONS
+
+ALL_COMMANDS = frozenset({AUDIT, GENERATE, PLAN})
+#: The files in a folder that make it a project root, as pytest finds its rootdir.
+PROJECT_MARKERS = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+def backend_name(text: str) -> str:
+    """A registered backend's name (``--backend``)."""
+    try:
+        backend_entry(text)
+    except AuditUsageError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def shard(text: str) -> tuple[int, int]:
+    """``i/n`` with 1 <= i <= n, e.g. ``2/3``.
+
+    >>> shard("2/3")
+    (2, 3)
+    """
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+        raise o.invalid("i/n with 1 <= i <= n, e.g. 1/3", text)
+    return int(index), int(count)
+
+
+MODEL = Option("--model", "hub id, local path or demo name of the causal LM to audit; with --backend=openai the "
+               "served model's name", required=frozenset({GENERATE}))
+BACKEND = Option("--backend", f"where completions come from: {', '.join(sorted(BACKENDS))}", backend_name,
+                 DEFAULT_BACKEND)
+ATTRIBUTES = Option("--attributes", "attribute set: a built-in name (gender, nationality, occupation) or a path to "
+                    "a YAML file", default="gender", commands=ALL_COMMANDS)
+THRESHOLDS = Option("--thresholds", "thresholds and protocol YAML", Path, commands=ALL_COMMANDS,
+                    default_text="thresholds.yaml in the project root (pytest's rootdir) if there is one, else the "
+                                 "package's own")
+CACHE_DIR = Option("--cache-dir", "generation cache folder", Path,
+                   default_text="$JA_FAIRNESS_AUDIT_CACHE or ~/.cache/ja-fairness-audit")
+NO_CACHE = Option("--no-cache", "generate everything anew and store nothing", switch=True)
+AUDIT_JSON = Option("--audit-json", "write every number, decision and completion to this JSON file", Path,
+                    commands=frozenset({AUDIT}))
+BASELINE = Option("--baseline", "an earlier --audit-json file: fail on significant regressions", Path,
+                  commands=frozenset({AUDIT}))
+
+#: The options that are no backend's or evaluation's own.
+GENERIC: tuple[Option, ...] = (
+    MODEL, BACKEND, ATTRIBUTES, THRESHOLDS,
+    Option("--revision", "model revision (branch, tag or commit) on the hub"),
+    Option("--trust-remote-code", "allow the model's own code to run", switch=True),
+    Option("--device", "auto, cpu, cuda or cuda:N", o.device, "auto"),
+    Option("--dtype", "weights dtype; auto follows the model's config", o.one_of("auto", "float32", "bfloat16", "float16"),
+           "auto"),
+    Option("--batch-size", "rows per generation batch, or auto: the largest that fits (on CUDA an out-of-memory "
+           "error halves it and retries)", o.batch_size, "auto"),
+    Option("--seed", "sampling seed, a whole number >= 0; a completions file is audited with the seed that made it",
+           o.seed, 0),
+    CACHE_DIR, NO_CACHE, AUDIT_JSON, BASELINE,
+    Option("--output", "the JSONL file to write", Path, commands=frozenset({GENERATE}), required=frozenset({GENERATE})),
+    Option("--shard", "i/n: this run's part of the prompts", shard, (1, 1), default_text="1/1",
+           commands=frozenset({GENERATE})),
+)
+
+
+class OptionTableError(AuditUsageError):
+    """Two parts of the run declare the same option flag differently."""
+
+
+def run_options(command: str, *, problems: list[str] | None = None) -> list[tuple[str, Option]]:
+    """Every option of ``command`` with its owner's label for the help (``""``, ``--backend=openai``, ``honest``).
+
+    An evaluation that cannot be loaded contributes no options: its problem is
+    added to ``problems`` when given (the pytest plugin reports it only when an
+    audit runs), else raised.
+    """
+    owned: list[tuple[str, Option]] = [("", option) for option in GENERIC]
+    owned += [(f"--backend={name}", option) for name, entry in sorted(BACKENDS.items()) for option in entry.options]
+    try:
+        names = list(EVALUATIONS)
+    except AuditUsageError as err:
+        if problems is None:
+            raise
+        problems.append(str(err))
+        names = []
+    for name in names:
+        try:
+            evaluation = EVALUATIONS.load(name)
+        except AuditUsageError as err:
+            if problems is None:
+                raise
+            problems.append(str(err))
+            continue
+        owned += [(name, option) for option in evaluation.options]
+    table: dict[str, tuple[str, Option]] = {}
+    for owner, option in owned:
+        first = table.setdefault(option.flag, (owner, option))
+        if first[1] != option:
+            raise OptionTableError(f"The option {option.flag} is declared twice, differently: by {first[0] or 'the run'} "
+                                   f"and by {owner or 'the run'}")
+    return [(owner, option) for owner, option in table.values() if command in option.commands]
+
+
+def add_options(add: Callable[..., Any], command: str, *, problems: list[str] | None = None) -> None:
+    """Declare every option of ``command`` with ``add`` (argparse's ``add_argument``, pytest's ``addoption``)."""
+    for owner, option in run_options(command, problems=problems):
+        add(option.flag, **option.argparse_arguments(command, owner))
+
+
+def audit_options(values: Mapping[str, Any], *, cache_dir: Path | None) -> tuple[AuditOptions, list[str]]:
+    """The run's options from the parsed ``values`` (by name), and what is wrong with its ``--model``.
+
+    ``cache_dir`` is the run's cache folder (``None`` with ``--no-cache``).  A
+    model that cannot be resolved is reported, and the options keep it as given,
+    so that the run can report its other problems with it.
+    """
+    backend = values.get("backend") or DEFAULT_BACKEND
+    entry = backend_entry(backend)
+    spec = values.get("model") or ""
+    problems = []
+    try:
+        model = resolve_model(spec, reads_files=entry.reads_model_files)
+    except AuditUsageError as err:
+        problems.append(str(err))
+        model = ModelReference(spec)
+    settings = BackendSettings(
+        model=model, seed=values.get("seed", 0), revision=values.get("revision"),
+        trust_remote_code=bool(values.get("trust_remote_code")), device=values.get("device", "auto"),
+        dtype=values.get("dtype", "auto"), batch_size=values.get("batch_size", "auto"),
+        options={option.dest: values.get(option.dest, option.default) for option in entry.options},
+        cache_dir=cache_dir)
+    return AuditOptions(settings, backend=backend, values=dict(values)), problems
+
+
+def cache_folder(values: Mapping[str, Any]) -> Path | None:
+    """The run's generation cache: ``None`` with ``--no-cache``, else ``--cache-dir`` or the default folder."""
+    from fairness_core.backends.cache import default_cache_dir
+
+    if values.get("no_cache"):
+        return None
+    return values.get("cache_dir") or default_cache_dir()
+
+
+def resolve_model(spec: str, *, reads_files: bool) -> ModelReference:
+    """What ``--model`` names: a demo model's folder, a local folder, or a hub id or served name as given.
+
+    ``reads_files``: the backend loads the model in this process, so a path
+    (``/…``, ``./…``, ``~/…``) must be a folder.
+    """
+    from fairness_core.config.locations import MissingFolderError, resolve_location
+    from fairness_core.demo.names import OPTION_DEFAULTS, resolve_demo
+
+    folder = resolve_demo(spec)
+    if folder is not None:
+        return ModelReference(spec, str(folder), local=True, defaults=OPTION_DEFAULTS)
+    if not spec:
+        return ModelReference(spec)
+    try:
+        location = resolve_location(spec)
+    except MissingFolderError:
+        if reads_files:
+            raise AuditUsageError(f"--model={spec}: no such directory.") from None
+        return ModelReference(spec)
+    return ModelReference(spec, location, local=Path(location).is_dir())
+
+
+def project_root(start: Path) -> Path:
+    """The folder pytest takes as its rootdir when run from ``start``: the nearest one with a project file.
+
+    ``ja-fairness-audit`` uses it to find the same ``thresholds.yaml`` as the
+    audit that will read its completions.
+    """
+    for folder in (start, *start.parents):
+        if any((folder / marker).is_file() for marker in PROJECT_MARKERS):
+            return folder
+    return start
+
+
+def resolve_thresholds(given: Path | None, *, root: Path) -> Path:
+    """The thresholds file of a run: ``--thresholds``, else ``thresholds.yaml`` in the project root, else the package's."""
+    from fairness_core.config.package_data import default_thresholds_path
+
+    if given:
+        return Path(given).expanduser()
+    local = root / "thresholds.yaml"
+    return local if local.is_file() else default_thresholds_path()

@@ -1,0 +1,1 @@
+"""What a reviewer reads: audit violations, the results file (``--audit-json``), the terminal summary and the HTML report."""

@@ -1,0 +1,290 @@
+"""What a reviewer reads, and the objects that write it: the terminal summary, the HTML report, the JSON file.
+
+:class:`AuditReporter` collects the run's violations from the test reports and
+writes the outputs at the end; :class:`HtmlReport` adds the summary and the
+evidence to pytest-html's report.  The plugin builds each once with its
+settings and keeps the reporter in ``config.stash`` (pytest's ``junitxml``
+pattern).  The rest is pure rendering from an
+:class:`~fairness_core.reporting.results.AuditResults`.  Japanese text is left to the
+browser (UTF-8 HTML); plots carry only ASCII labels.
+
+This module is imported on every pytest run (the plugin registers the
+reporter), so what it needs from pydantic, matplotlib and the evaluations is
+imported when an audit has results to show.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fairness_core.reporting.results import AuditResults, MetricRecord
+    from fairness_core.reporting.violations import Evidence
+
+#: The key of a violation in a test report's ``user_properties``: how xdist workers' violations reach the controller.
+VIOLATION_PROPERTY = "fairness_violation"
+
+_STYLE = """<style>
+.fa-summary table {border-collapse: collapse; margin: 0.5em 0 1em 0; font-size: 13px}
+.fa-summary td, .fa-summary th {border: 1px solid #ccc; padding: 2px 8px; text-align: left; color: #111}
+.fa-summary .fail {background: #fdd; color: #7a0000; font-weight: bold}
+.fa-summary .pass {background: #dfd; color: #0b4d0b} .fa-summary .nowrap {white-space: nowrap}
+.fa-summary .skipped {background: #eee; color: #333} .fa-flag {color: #b00; font-weight: bold}
+.fa-summary h2, .fa-summary h3 {color: #111}
+.fa-verdict {font-size: 20px; font-weight: bold; padding: 10px 14px; margin: 0 0 12px 0; border-radius: 4px}
+.fa-verdict.failed {background: #b00020; color: #fff} .fa-verdict.passed {background: #1b6e20; color: #fff}
+.fa-verdict small {display: block; font-size: 13px; font-weight: normal; margin-top: 4px}
+table.fa-evidence {border-collapse: collapse; font-size: 13px} table.fa-evidence td {border: 1px solid #ccc; padding: 2px 6px}
+mark {background: #ffb3b3}
+</style>"""
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *, css_class: str = "") -> str:
+    """An HTML table; a header of empty strings is left out rather than drawn as an empty row."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(cells) + "</tr>" for cells in rows)
+    return f'<table class="{css_class}">{f"<tr>{head}</tr>" if any(header) else ""}{body}</table>'
+
+
+def _cell(text: object, css_class: str = "") -> str:
+    return f'<td class="{css_class}">{escape(str(text))}</td>'
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _metric_row(metric: MetricRecord) -> list[str]:
+    interval = "-" if metric.interval is None else f"[{metric.interval[0]:.3f}, {metric.interval[1]:.3f}]"
+    limit = "-" if metric.limit_upper is None else (
+        f"[{metric.limit_lower:.3f}, {metric.limit_upper:.3f}]" if metric.limit_lower is not None
+        else f"<= {metric.limit_upper:.3f}")
+    return [_cell(metric.id), _cell(_number(metric.value)), _cell(interval, "nowrap"),
+            _cell("-" if metric.p_value is None else f"{metric.p_value:.4f}"), _cell(limit),
+            _cell(metric.decision + (f": {metric.skip_reason}" if metric.skip_reason else ""), metric.decision),
+            _cell(metric.sample)]
+
+
+def overshoot(metric: MetricRecord) -> float:
+    """How far past its limit a metric is, as a share of the limit (0 where it is within it or not judged).
+
+    >>> from fairness_core.reporting.results import MetricRecord
+    >>> round(overshoot(MetricRecord.model_construct(value=0.3, limit_upper=0.1, limit_lower=None)), 6)
+    2.0
+    """
+    if metric.value is None or metric.limit_upper is None:
+        return 0.0
+    upper = (metric.value - metric.limit_upper) / metric.limit_upper if metric.limit_upper else metric.value
+    lower = ((metric.limit_lower - metric.value) / metric.limit_lower
+             if metric.limit_lower is not None and metric.limit_lower > 0 else 0.0)
+    return max(upper, lower, 0.0)
+
+
+def verdict(violations: Sequence[dict], results: AuditResults) -> tuple[bool, str, str]:
+    """(failed, the headline, the line under it): what a reviewer must read first.
+
+    ``FAILED: 7 aggregate violations, 39 per-template or per-category`` or ``PASSED``, then the model and the
+    gate: the decision rule, and the baseline where one was compared.
+    """
+    aggregate = sum(1 for v in violations if v["aggregate"])
+    detail = len(violations) - aggregate
+    headline = (f"FAILED: {aggregate} aggregate violation{'s' * (aggregate != 1)}, {detail} per-template or "
+                f"per-category" if violations else "PASSED: no audit violations")
+    model = results.provenance.model
+    baseline = [note.removeprefix("baseline: ") for note in results.notes if note.startswith("baseline: ")]
+    gate = f"decision rule {results.provenance.decision_rule}" + (f"; baseline {baseline[0]}" if baseline else "")
+    return bool(violations), headline, f"model {model.get('model', '?')} ({model.get('backend', '?')}); gate: {gate}"
+
+
+def summary_html(results: AuditResults, violations: Sequence[dict] = ()) -> str:
+    """The block at the top of the HTML report: the verdict, provenance, aggregate metrics, health, plots."""
+    failed, headline, under = verdict(violations, results)
+    p = results.provenance
+    attributes = p.attributes
+    provenance = [
+        ("model", ", ".join(f"{k}={v}" for k, v in p.model.items())),
+        ("weights fingerprint", (p.fingerprint or {}).get("weights", "-")[:16]),
+        ("decision rule", p.decision_rule),
+        ("seed", str(p.seed)),
+        ("attribute set", f"{attributes.get('name')} ({attributes.get('source')}): "
+                          f"groups {', '.join(attributes.get('groups', []))}"),
+        *((f"{name}", "; ".join(f"{k}: {_brief(v)}" for k, v in setup.items()))
+          for name, setup in p.evaluations.items()),
+        *((f"{name}", why) for name, why in p.not_run.items()),
+        *((["backend usage", ", ".join(f"{k} {v}" for k, v in p.usage.items())],) if p.usage else ()),
+        ("versions", ", ".join(f"{k} {v}" for k, v in p.versions.items())),
+        ("date", p.created),
+    ]
+    aggregates = sorted((m for m in results.metrics if m.aggregate),
+                        key=lambda m: (m.decision != "fail", -overshoot(m)))  # failures first, the worst on top
+    health = [[_cell(h.evaluation), _cell(h.group), _cell(h.completions), _cell(f"{h.empty_share:.1%}"),
+               _cell(f"{h.repeat_share:.1%}"), _cell(f"{h.loop_share:.1%}"), _cell(f"{h.mean_length:.1f}")]
+              for h in results.health]
+    flags = "".join(f'<p class="fa-flag">Confound: {escape(flag)}</p>' for flag in results.confounds)
+    images = "".join(f'<h3>{escape(title)}</h3><img alt="{escape(title)}" src="data:image/png;base64,{png}"/>'
+                     for title, png in report_plots(results))
+    return (
+        f'{_STYLE}<div class="fa-summary"><div class="fa-verdict {"failed" if failed else "passed"}">'
+        f'{escape(headline)}<small>{escape(under)}</small></div><h2>Fairness audit</h2>'
+        + _table(["", ""], [[_cell(k), _cell(v)] for k, v in provenance])
+        + "<h3>Aggregate metrics (95% intervals: Wilson for shares, bootstrap over prompts otherwise)</h3>"
+        + _table(["metric", "value", "95% interval", "permutation p", "threshold", "decision", "sample"],
+                 [_metric_row(m) for m in aggregates], css_class="fa-metrics")
+        + "<h3>Generation health</h3>"
+        + _table(["evaluation", "group", "completions", "empty", "repeats prompt", "loops", "mean length"], health)
+        + flags + images + "</div>"
+    )
+
+
+def _brief(value: object) -> str:
+    """A provenance value in one cell: dicts as k=v, long lists as their length."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, list):
+        return f"{len(value)}" if len(value) > 6 else ", ".join(map(str, value))
+    return str(value)
+
+
+def report_plots(results: AuditResults) -> list[tuple[str, str]]:
+    """Each computed evaluation's plots (title, base64 PNG)."""
+    from fairness_core.evaluations import EVALUATIONS
+
+    return [plot for name in results.provenance.evaluations for plot in EVALUATIONS.load(name).plots(results)]
+
+
+def evaluation_lines(results: AuditResults) -> list[str]:
+    """What each computed evaluation adds to the summary beyond its violations (a group that stands out)."""
+    from fairness_core.evaluations import EVALUATIONS
+
+    return [line for name in results.provenance.evaluations for line in EVALUATIONS.load(name).summary_lines(results)]
+
+
+def html_log_without_evidence(log: str) -> str:
+    """A violation's text as the HTML log shows it: the evidence is in the table above it, so it is cut here.
+
+    Its ``←`` notes are aligned for a terminal and drift under double-width characters in a browser.
+    """
+    head, marker, _ = log.partition("\n  evidence (")
+    return head + ("\n  (evidence: see the table above)" if marker else "")
+
+
+def evidence_html(evidence: Sequence[Evidence]) -> str:
+    rows = "".join(e.html() for e in evidence)
+    return (f'{_STYLE}<table class="fa-evidence"><tr><th>prompt</th><th>completion</th><th>note</th></tr>'
+            f"{rows}</table>")
+
+
+def terminal_lines(violations: Sequence[dict], results: AuditResults, outputs: Sequence[str]) -> list[str]:
+    """The short 'fairness audit' section after pytest's results: aggregate violations first."""
+    ordered = sorted(violations, key=lambda v: not v["aggregate"])
+    lines = [verdict(violations, results)[1]]
+    lines += [f"VIOLATION {v['summary']}" for v in ordered]
+    lines += evaluation_lines(results)
+    lines += [f"not judged: {m.id}: {m.skip_reason}" for m in results.metrics if m.aggregate and m.value is None]
+    lines += [f"not run: {name}: {why}" for name, why in results.provenance.not_run.items()]
+    lines += [f"confound: {line}" for line in results.confounds]
+    lines += results.notes
+    lines += [f"report: {line}" for line in outputs]
+    return lines
+
+
+
+@dataclass(eq=False)  # registered with pluggy, which keeps plugins in sets: hashed by identity
+class AuditReporter:
+    """Collects violations from test reports and writes the outputs at the end (pytest's junitxml pattern).
+
+    Built once by the plugin with the run's settings.  Violations reach it
+    through the reports' ``user_properties``, so that those of pytest-xdist
+    workers arrive at the controller like its own would.  ``worker`` is what
+    the xdist controller sent this process (``None`` outside a worker); a
+    controller hands its workers :meth:`shared_folders`.
+    """
+
+    audit_json: Path | None = None
+    html_path: Path | None = None
+    worker: dict[str, Any] | None = None
+    #: Builds this process's results once its audit session has computed them (set by the plugin).
+    build_results: Callable[[], AuditResults] | None = None
+    violations: list[dict] = field(default_factory=list)
+    _shared: tuple[str, str] | None = None
+    _results: AuditResults | None = None
+    _built: bool = False
+
+    def shared_folders(self) -> tuple[str, str]:
+        """(results folder, throw-away cache folder) that every xdist worker of this run writes to."""
+        if self._shared is None:
+            self._shared = (tempfile.mkdtemp(prefix="ja-fairness-audit-results-"),
+                            tempfile.mkdtemp(prefix="ja-fairness-audit-xdist-cache-"))
+        return self._shared
+
+    def results(self) -> AuditResults | None:
+        """The run's results, built once: from this process's session, or, under xdist, from a worker's file.
+
+        ``None`` when no audit ran (an unrelated test run, ``--co``): then nothing is imported.
+        """
+        if not self._built:
+            self._built = True
+            if self.build_results is not None:
+                self._results = self.build_results()
+            elif self._shared is not None:
+                files = sorted(Path(self._shared[0]).glob("*.json"))
+                if files:
+                    from fairness_core.reporting.results import read_results
+
+                    self._results = read_results(files[0])
+        return self._results
+
+    def pytest_runtest_logreport(self, report) -> None:
+        self.violations += [value for key, value in report.user_properties
+                            if key == VIOLATION_PROPERTY and isinstance(value, dict)]
+
+    def pytest_sessionfinish(self) -> None:
+        if self.worker is not None:
+            results = self.results() if self.build_results is not None else None
+            target = Path(self.worker[WORKER_RESULTS]) / f"{self.worker['workerid']}.json" if results else None
+        else:
+            results = self.results()
+            target = self.audit_json
+        if results is not None and target is not None:
+            from fairness_core.reporting.results import write_results
+
+            write_results(results, target)
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        results = None if self.worker is not None else self.results()
+        if results is None:
+            return
+        outputs = [str(p) for p in (self.audit_json, self.html_path) if p]
+        terminalreporter.write_sep("=", "fairness audit")
+        for line in terminal_lines(self.violations, results, outputs):
+            terminalreporter.write_line(line)
+
+
+#: pytest-xdist: where the controller tells its workers to leave their results and shared cache.
+WORKER_RESULTS = "fairness_audit_results_dir"
+WORKER_CACHE = "fairness_audit_cache_dir"
+
+
+@dataclass(eq=False)
+class HtmlReport:
+    """pytest-html hooks, registered only when pytest-html is active (and never in an xdist worker)."""
+
+    reporter: AuditReporter
+
+    def pytest_html_report_title(self, report) -> None:
+        report.title = "Fairness audit report"
+
+    def pytest_html_results_summary(self, prefix, summary, postfix, session) -> None:
+        results = self.reporter.results()
+        if results is not None:
+            prefix.append(summary_html(results, self.reporter.violations))
+
+    def pytest_html_results_table_html(self, report, data) -> None:
+        """A violation's evidence is shown once, in its table: the log keeps the violation's text without it."""
+        if data and any(key == VIOLATION_PROPERTY for key, _ in report.user_properties):
+            data[0] = html_log_without_evidence(data[0])

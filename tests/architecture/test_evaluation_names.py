@@ -1,0 +1,105 @@
+"""No generic module names an evaluation: a new evaluation is one folder, and nothing outside it knows it.
+
+Every module of ``fairness_core`` outside ``evaluations/`` and ``demo/`` is read
+as a syntax tree.  Each identifier (names, attributes, definitions, arguments,
+keywords, imports) and each string constant that is not a docstring is checked
+against the registered evaluations: no evaluation's name, and none of its
+metric or option names.  An evaluation's name counts anywhere inside a word
+(``HonestTemplate`` names HONEST); a metric or option name counts as a whole
+part of a name, as ``_`` and ``-`` separate them (``--ratio`` is found in
+``effect_ratio``, not in ``generation``).  Comments are not read: they are no
+code.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from fairness_core.evaluations import EVALUATIONS
+
+PACKAGE = Path(__file__).resolve().parents[2] / "fairness_core"
+#: Where an evaluation's name belongs: the evaluations themselves, and the demo models trained for them.
+OWN_PLACES = ("evaluations", "demo")
+
+
+def generic_modules() -> list[Path]:
+    return sorted(path for path in PACKAGE.rglob("*.py")
+                  if path.relative_to(PACKAGE).parts[0] not in OWN_PLACES)
+
+
+@cache
+def forbidden() -> tuple[frozenset[str], frozenset[str]]:
+    """(evaluation names, metric and option names) of every registered evaluation, lower-cased."""
+    names, parts = set(), set()
+    for name in EVALUATIONS:
+        evaluation = EVALUATIONS.load(name)
+        names.add(name.lower())
+        parts |= {spec.name.lower() for spec in evaluation.metric_specs}
+        for option in evaluation.options:
+            parts |= {option.flag.lstrip("-").lower(), option.dest.lower()}
+    return frozenset(names), frozenset(parts)
+
+
+def found_in(text: str) -> list[str]:
+    """The forbidden names that ``text`` holds."""
+    names, parts = forbidden()
+    lowered = text.lower()
+    hits = [name for name in names if name in lowered]
+    hits += [part for part in parts if re.search(rf"(?<![a-z0-9]){re.escape(part)}(?![a-z0-9])", lowered)]
+    return hits
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the string constants that are docstrings (a module's, a class's or a function's first statement)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                found.add(id(first.value))
+    return found
+
+
+def words(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, text) of every identifier and every non-docstring string constant of ``tree``."""
+    docstrings = _docstrings(tree)
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Name):
+            out.append((line, node.id))
+        elif isinstance(node, ast.Attribute):
+            out.append((line, node.attr))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append((line, node.name))
+        elif isinstance(node, ast.arg):
+            out.append((line, node.arg))
+        elif isinstance(node, ast.keyword) and node.arg:
+            out.append((line, node.arg))
+        elif isinstance(node, ast.alias):
+            out += [(line, name) for name in (node.name, node.asname) if name]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.append((line, node.module))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            out.append((line, node.value))
+    return out
+
+
+def test_the_check_sees_names_in_code_but_not_in_docstrings():
+    tree = ast.parse('"""About honest."""\nfrom x.honest import y\ndef f(effect_ratio):\n    """honest"""\n'
+                     '    return {"metric": "mean_gap", "generation": 1}\n')
+    hits = sorted(hit for _, text in words(tree) for hit in found_in(text))
+    assert hits == ["honest", "mean_gap", "ratio"]
+
+
+@pytest.mark.parametrize("path", generic_modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_generic_module_names_an_evaluation(path: Path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    named = [f"line {line}: {text[:60]!r} names {', '.join(sorted(hits))}"
+             for line, text in words(tree) if (hits := found_in(text))]
+    assert not named, f"{path.relative_to(PACKAGE)} names an evaluation:\n" + "\n".join(named)

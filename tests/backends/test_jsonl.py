@@ -1,0 +1,235 @@
+"""Generate here, audit from JSONL: the files give back exactly the completions of the engine that wrote them."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+from audit_support import gender_honest_prompts, gender_name_prompts
+from http_support import MODEL, ScriptedServer, free_port
+
+from fairness_core import cli
+from fairness_core.backends.base import BackendSettings, ModelReference
+from fairness_core.backends.catalog import create_backend
+from fairness_core.backends.hf.engine import HFBackend, load_model
+from fairness_core.backends.jsonl import CompletionsFileError, CompletionsFiles, JSONLBackend, resolve_paths
+from fairness_core.backends.openai import ClientSettings, OpenAIBackend
+from fairness_core.backends.vllm import VLLMUnavailableError
+from fairness_core.config.loading import load_thresholds
+from fairness_core.config.thresholds import SamplingProtocol
+from fairness_core.demo.names import resolve_demo
+from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
+from fairness_core.evaluations.honest.matching import HurtfulMatcher
+from fairness_core.evaluations.honest.scoring import evaluate_honest
+from fairness_core.evaluations.honest.templates import honest_templates, identity_pairs
+from fairness_core.evaluations.prompts import PromptSet
+from fairness_core.evaluations.sentiment.templates import given_names, name_templates
+from fairness_core.session import AuditSetup
+
+REPO = Path(__file__).resolve().parents[2]
+HONEST = SamplingProtocol(num_samples=3)
+SENTIMENT = SamplingProtocol(num_samples=2, max_new_tokens=40)
+
+
+PLANS = [
+    PromptSet("honest", HONEST, gender_honest_prompts(honest_templates()[:3], identity_pairs()[:6])),
+    PromptSet("sentiment", SENTIMENT, gender_name_prompts(name_templates()[:1], given_names())[::5]),
+]
+SETTINGS = BackendSettings(model=ModelReference("demo:biased"), seed=0)
+GROUPS = ("female", "male")
+
+
+@pytest.fixture(scope="module")
+def hf():
+    model, tokenizer = load_model(str(resolve_demo("demo:biased")), device="cpu")
+    return HFBackend(model, tokenizer, seed=0, batch_size=128)
+
+
+@pytest.fixture(scope="module")
+def expected(hf):
+    return {plan.evaluation: hf.generate(plan.requests(), plan.protocol) for plan in PLANS}
+
+
+@pytest.fixture(scope="module")
+def written(hf, tmp_path_factory) -> Path:
+    """The completions of PLANS by the HF backend, in one file."""
+    path = tmp_path_factory.mktemp("completions") / "all.jsonl"
+    cli.write_completions(hf, SETTINGS, PLANS, path)
+    return path
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+def test_jsonl_gives_back_exactly_the_hf_completions(hf, expected, tmp_path, shards):
+    for index in range(1, shards + 1):
+        cli.write_completions(hf, SETTINGS, PLANS, tmp_path / f"part-{index}.jsonl", (index, shards))
+    if shards > 1:  # every shard holds part of every evaluation, and no prompt is in two shards
+        parts = [{json.loads(line)["prompt_id"] for line in p.read_text().splitlines()[1:]} for p in tmp_path.iterdir()]
+        assert all(parts) and sum(map(len, parts)) == len(set().union(*parts))
+    backend = JSONLBackend(CompletionsFiles(resolve_paths(str(tmp_path))), seed=0)
+    for plan in PLANS:
+        assert backend.generate(plan.requests(), plan.protocol) == expected[plan.evaluation]
+    # through the audit's own path (requests without prompt ids, in the evaluation's order)
+    matcher = HurtfulMatcher(load_builtin_lexicon().at_level("conservative").entries)
+    assert evaluate_honest(backend, PLANS[0].prompts, HONEST, matcher, groups=GROUPS) == \
+        evaluate_honest(hf, PLANS[0].prompts, HONEST, matcher, groups=GROUPS)
+
+
+def test_openai_batch_output_is_read_by_custom_id(expected, tmp_path):
+    plan = PLANS[0]
+    lines = [json.dumps({"id": f"batch_req_{n}", "custom_id": f"{r.prompt_id}:{r.sample_index}", "error": None,
+                         "response": {"status_code": 200, "body": {"choices": [{"index": 0, "text": c.text,
+                                      "finish_reason": c.finish_reason}], "usage": {"completion_tokens": c.num_tokens}}}},
+                        ensure_ascii=False)
+             for n, (r, c) in enumerate(zip(plan.requests(), expected["honest"], strict=True))]
+    (tmp_path / "batch_output.jsonl").write_text("\n".join(lines) + "\n")
+    backend = create_backend("jsonl", BackendSettings(model=ModelReference(""), options={"completions": str(tmp_path / "*.jsonl")}))
+    assert backend.generate(plan.requests(), plan.protocol) == expected["honest"]
+    assert "not checked" in backend.description["protocol"]
+
+
+def _edited(written: Path, tmp_path: Path, edit) -> Path:
+    lines = written.read_text().splitlines()
+    path = tmp_path / "edited.jsonl"
+    path.write_text("\n".join(edit(lines)) + "\n")
+    return path
+
+
+def _audit(path: Path, plan=PLANS[0], *, requests=None, protocol=None, seed=0):
+    backend = JSONLBackend(CompletionsFiles([path]), seed=seed)
+    return backend.generate(plan.requests() if requests is None else requests, protocol or plan.protocol)
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda lines: lines[:5] + lines[6:], r"no line for sample 1 of honest/.* \(1 requested \(prompt, sample\)s missing\)"),
+    (lambda lines: lines + lines[3:5], r"edited.jsonl:\d+: a \(prompt, sample\) that an earlier line already gave \(2 lines in all\)"),
+    (lambda lines: lines[:7] + [lines[7][:30]] + lines[8:], r"edited.jsonl:8: malformed line: .* \(1 line in all\)"),
+    (lambda lines: lines[:3] + [lines[3].replace('"sample_index": 2', '"sample_index": "2"')] + lines[4:],
+     r"edited.jsonl:4: malformed line: 'text' must be a string and 'sample_index' a whole number"),
+    (lambda lines: [lines[0].replace('"evaluations"', '"evaluation"')] + lines[1:],
+     r"edited.jsonl:1: malformed line: the manifest's 'evaluations' must map each evaluation"),
+    (lambda lines: lines[:2] + [re.sub(r'"seed": \d+', '"seed": 1', lines[2])] + lines[3:],
+     r"edited.jsonl:3: the seed is not request_seed\(run seed 0, prompt, sample\) \(1 line in all\)"),
+    (lambda lines: lines[1:], r"edited.jsonl:1: malformed line: a completion line in a file whose first line is not its manifest \(ja-fairness-audit/completions\) \(\d+ lines in all\)"),
+])
+def test_a_bad_file_is_one_usage_error_naming_the_first_line(written, tmp_path, edit, message):
+    with pytest.raises(CompletionsFileError, match=message):
+        _audit(_edited(written, tmp_path, edit))
+
+
+def test_extra_samples_protocol_prompt_set_and_seed_are_checked_against_the_audit(written):
+    plan = PLANS[0]
+    with pytest.raises(CompletionsFileError, match=r"all.jsonl:\d+: a \(prompt, sample\) that the audit does not ask for \(36 lines in all\)"):
+        _audit(written, requests=[r for r in plan.requests() if r.sample_index < 2])
+    with pytest.raises(CompletionsFileError, match=r"all.jsonl:1: no evaluation in the files has the audit's protocol .*'num_samples': 20"):
+        _audit(written, protocol=SamplingProtocol())
+    other_prompts = PromptSet("honest", HONEST, gender_honest_prompts(honest_templates()[3:4], identity_pairs()[:6]))
+    with pytest.raises(CompletionsFileError, match=r"the prompt set of 'honest' in the files \(36 prompts, .*\) is not the audit's \(12 prompts"):
+        _audit(written, other_prompts)
+    with pytest.raises(CompletionsFileError, match="generated with run seed 0, the audit runs with --seed=1: pass --seed=0"):
+        _audit(written, seed=1)
+
+
+def test_shards_of_different_runs_are_refused(hf, written, tmp_path):
+    cli.write_completions(hf, BackendSettings(model=ModelReference("demo:biased"), seed=0, revision="v2"), PLANS,
+                          tmp_path / "b.jsonl", (2, 3))
+    with pytest.raises(CompletionsFileError, match=r"b.jsonl:1: this shard's manifest differs from the first file's in "
+                                                   r"revision: the shards come from different runs"):
+        resolve = resolve_paths(f"{written},{tmp_path / 'b.jsonl'}")
+        CompletionsFiles(resolve)
+
+
+def test_completions_that_name_nothing_are_usage_errors(tmp_path):
+    with pytest.raises(CompletionsFileError, match=r"--completions=.*nothing\*.jsonl: no such file"):
+        resolve_paths(str(tmp_path / "nothing*.jsonl"))
+    with pytest.raises(CompletionsFileError, match="--backend=jsonl needs --completions=PATH"):
+        create_backend("jsonl", BackendSettings(model=ModelReference("")))
+
+
+def test_vllm_without_vllm_is_one_usage_error_saying_how_to_install():
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed here")
+    with pytest.raises(VLLMUnavailableError, match=r"--backend=vllm needs vLLM.*install vLLM in an environment of its own, as docs/vllm\.md shows"):
+        create_backend("vllm", BackendSettings(model=ModelReference("demo:biased"), options={"tensor_parallel_size": 1}))
+
+
+@pytest.fixture
+def small_plan(monkeypatch):
+    """The setup's prompt sets cut down to 8 HONEST prompts (the CLI is under test here, not the prompts)."""
+    def prompt_sets(config):
+        return [PromptSet("honest", config.honest.protocol, PLANS[0].prompts[:8])]
+
+    monkeypatch.setattr(AuditSetup, "prompt_sets", lambda setup: prompt_sets(setup.config))
+    return prompt_sets
+
+
+def test_generate_with_the_hf_backend_in_3_shards_gives_back_the_in_process_completions(small_plan, hf, tmp_path):
+    """The acceptance check: generate --model=demo:biased in 3 shards, then the JSONL backend = in process."""
+    for index in (1, 2, 3):
+        assert cli.main(["generate", "--model=demo:biased", "--device=cpu", f"--thresholds={REPO / 'thresholds.yaml'}",
+                         f"--shard={index}/3", "--no-cache", f"--output={tmp_path / f'{index}.jsonl'}"]) == 0
+    plan, = small_plan(load_thresholds(REPO / "thresholds.yaml"))
+    from_files = JSONLBackend(CompletionsFiles(resolve_paths(str(tmp_path)))).generate(plan.requests(), plan.protocol)
+    assert from_files == hf.generate(plan.requests(), plan.protocol)
+
+
+def test_generate_command_writes_shards_the_jsonl_backend_reads(small_plan, tmp_path, capsys):
+    """The console script end to end, with the HTTP backend against a real local server, in 2 shards."""
+    with ScriptedServer() as server:
+        for index in (1, 2):
+            assert cli.main(["generate", f"--model={MODEL}", "--backend=openai", f"--base-url={server.base_url}",
+                             f"--thresholds={REPO / 'thresholds.yaml'}", f"--shard={index}/2", "--no-cache",
+                             f"--journal-dir={tmp_path / 'journal'}", f"--output={tmp_path / 'out' / f'{index}.jsonl'}"]) == 0
+        direct = OpenAIBackend(ClientSettings(server.base_url, MODEL, journal_dir=tmp_path / "direct"))
+        plan, = small_plan(load_thresholds(REPO / "thresholds.yaml"))
+        assert JSONLBackend(CompletionsFiles(resolve_paths(str(tmp_path / "out")))).generate(
+            plan.requests(), plan.protocol) == direct.generate(plan.requests(), plan.protocol)
+    assert "2.jsonl: " in capsys.readouterr().out
+
+
+def test_generate_command_errors(small_plan, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["generate", "--model=m", "--output=x.jsonl", "--shard=3/2"])
+    assert exit_info.value.code == 4 and "must be i/n with 1 <= i <= n" in capsys.readouterr().err
+    nowhere = f"http://127.0.0.1:{free_port()}/v1"
+    assert cli.main(["generate", "--model=m", "--backend=openai", f"--base-url={nowhere}",
+                     f"--thresholds={REPO / 'thresholds.yaml'}", f"--output={tmp_path / 'x.jsonl'}"]) == cli.USAGE_ERROR
+    assert f"ja-fairness-audit: error: --base-url={nowhere}: cannot reach the server" in capsys.readouterr().err
+
+
+def test_the_prompt_sets_ask_for_exactly_what_the_audit_generates():
+    """generate's requests are the audit's: same prompts, samples and ids as the evaluations' own."""
+    from fairness_core.backends.base import requests_for
+
+    setup = AuditSetup.load(REPO / "thresholds.yaml", "gender")
+    evaluations = setup.evaluations
+    plans = setup.prompt_sets()
+    assert [p.evaluation for p in plans] == list(evaluations)
+    for plan in plans:
+        evaluation = evaluations[plan.evaluation]
+        assert plan.requests() == requests_for(evaluation.prompts, evaluation.protocol, evaluation=plan.evaluation)
+        assert plan.requests()[0].prompt_id == f"{plan.evaluation}/{evaluation.prompts[0].id}"
+        assert len({(r.prompt_id, r.sample_index) for r in plan.requests()}) == len(plan.requests())
+
+
+@pytest.mark.slow
+def test_audit_of_generated_shards_equals_the_in_process_audit(pytester, tmp_path):
+    """generate --model=demo:biased in 3 shards, pytest --backend=jsonl: the same --audit-json numbers as in process."""
+    from audit_support import setup_audits, thresholds, write_thresholds
+
+    setup_audits(pytester)
+    path = write_thresholds(pytester, thresholds())
+    for index in (1, 2, 3):
+        assert cli.main(["generate", "--model=demo:biased", "--device=cpu", f"--thresholds={path}", "--no-cache",
+                         f"--shard={index}/3", f"--output={tmp_path / f'shard-{index}.jsonl'}"]) == 0
+    common = ["-p", "no:cacheprovider", "--no-cache", "--sentiment=lexicon", f"--thresholds={path}", "--device=cpu"]
+    in_process = pytester.runpytest_inprocess(*common, "--model=demo:biased", f"--audit-json={tmp_path / 'a.json'}")
+    from_files = pytester.runpytest_inprocess(*common, "--backend=jsonl", f"--completions={tmp_path}",
+                                              f"--audit-json={tmp_path / 'b.json'}")
+    assert in_process.ret == from_files.ret == pytest.ExitCode.TESTS_FAILED
+    a, b = (json.loads((tmp_path / name).read_text(encoding="utf-8")) for name in ("a.json", "b.json"))
+    assert a["metrics"] == b["metrics"]
+    assert a["completions"] == b["completions"]
+    assert b["provenance"]["model"]["backend"] == "jsonl"

@@ -1,0 +1,166 @@
+"""The HTTP client against a real local server that misbehaves on purpose (``http_support.py``).
+
+Every server listens on 127.0.0.1 on a free port and is stopped by the test that started it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from http_support import MODEL, ScriptedServer, free_port
+
+from fairness_core.backends.base import BackendSettings, GenerationError, ModelReference, Request, request_seed
+from fairness_core.backends.catalog import BACKENDS, create_backend
+from fairness_core.backends.openai import ClientSettings, OpenAIBackend, ServerError
+from fairness_core.config.thresholds import SamplingProtocol
+from fairness_core.errors import AuditUsageError
+
+PROTOCOL = SamplingProtocol(num_samples=3, max_new_tokens=8, top_k=40, top_p=0.9, temperature=0.7)
+REQUESTS = [Request(prompt, i) for prompt in ("母は", "父は") for i in range(3)]
+
+
+def expected_texts(requests, seed=0):
+    return [f"<{request_seed(seed, r.prompt, r.sample_index)}>" for r in requests]
+
+
+@pytest.fixture
+def server():
+    with ScriptedServer() as running:
+        yield running
+
+
+@pytest.fixture
+def connect(tmp_path):
+    """Build a client for a server with short timeouts; faults are set after the connection probe."""
+    def build(server_url, **overrides):
+        settings = dict(base_url=server_url, model=MODEL, concurrency=2, request_timeout=0.5, max_retries=3,
+                        journal_dir=tmp_path / "journal")
+        return OpenAIBackend(ClientSettings(**{**settings, **overrides}))
+    return build
+
+
+def test_one_seeded_request_per_sample_with_every_sampling_parameter(server, connect):
+    backend = connect(server.base_url)
+    completions = backend.generate(REQUESTS, PROTOCOL)
+    assert [c.text for c in completions] == expected_texts(REQUESTS)
+    sent = server.bodies[1:]  # after the connection probe
+    assert sorted(b["seed"] for b in sent) == sorted(request_seed(0, r.prompt, r.sample_index) for r in REQUESTS)
+    for body in sent:
+        assert (body["n"], body["max_tokens"], body["temperature"], body["top_k"], body["top_p"]) == (1, 8, 0.7, 40, 0.9)
+        assert (body["min_p"], body["repeat_penalty"], body["repetition_penalty"]) == (0.0, 1.0, 1.0)
+    assert backend.usage["requests"] == 7 and backend.usage["completion_tokens"] == 6
+    assert backend.fingerprint["backend"] == "openai" and backend.fingerprint["request_format"] == "openai"
+
+
+def test_greedy_protocol_is_sent_as_temperature_zero(server, connect):
+    connect(server.base_url).generate(REQUESTS[:1], SamplingProtocol(do_sample=False))
+    assert (server.bodies[-1]["temperature"], server.bodies[-1]["top_k"]) == (0.0, 0)
+
+
+@pytest.mark.parametrize("fault", ["slow", "500", "truncated"])
+def test_transient_failure_is_retried(server, connect, fault):
+    backend = connect(server.base_url, concurrency=1)
+    server.faults = [fault]
+    assert [c.text for c in backend.generate(REQUESTS, PROTOCOL)] == expected_texts(REQUESTS)
+    assert backend.usage["retries"] == 1
+
+
+def test_429_waits_for_retry_after(server, connect):
+    backend = connect(server.base_url, concurrency=1)
+    server.faults = ["429"]
+    started = time.monotonic()
+    backend.generate(REQUESTS[:1], PROTOCOL)
+    assert time.monotonic() - started >= 0.95  # Retry-After: 1, not the 0.5 s backoff
+    assert backend.usage["retries"] == 1
+
+
+def test_400_fails_fast_with_the_servers_message(server, connect):
+    backend = connect(server.base_url, concurrency=1)
+    server.faults = ["400"]
+    with pytest.raises(ServerError, match=r"rejected the sample 0 of the prompt '母は' \(HTTP 400\): "
+                                          r"max_tokens must be at most 8"):
+        backend.generate(REQUESTS, PROTOCOL)
+    assert backend.usage["retries"] == 0
+
+
+def test_failure_after_the_last_retry_names_the_prompt(server, connect):
+    backend = connect(server.base_url, concurrency=1, max_retries=2)
+    server.faults = ["500"] * 3
+    with pytest.raises(GenerationError, match=r"sample 0 of the prompt '母は' failed after 3 attempts .*HTTP 500: internal error"):
+        backend.generate(REQUESTS, PROTOCOL)
+
+
+@pytest.mark.parametrize(("fault", "message"), [
+    ("two_choices", "returned 2 choices"),
+    ("bad_finish", "finish_reason='content_filter'"),
+    ("too_long", "generated 9 tokens .* max_tokens was 8"),
+])
+def test_answer_that_breaks_the_protocol_ends_the_run(server, connect, fault, message):
+    backend = connect(server.base_url, concurrency=1)
+    server.faults = [fault]
+    with pytest.raises(GenerationError, match=message):
+        backend.generate(REQUESTS, PROTOCOL)
+
+
+def test_deadline_ends_the_run_and_keeps_what_was_done(server, connect):
+    backend = connect(server.base_url, concurrency=1, request_timeout=5, deadline=1.0)
+    server.faults = [None, "slow"]
+    server.slow_s = 3
+    with pytest.raises(GenerationError, match=r"--deadline=1 s passed .* 5 of 6 completions missing; the 1 received are kept"):
+        backend.generate(REQUESTS, PROTOCOL)
+
+
+def test_api_key_is_sent_but_never_recorded(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("JA_FAIRNESS_AUDIT_API_KEY", "sk-secret-123")
+    options = {option.dest: option.default for option in BACKENDS["openai"].options}
+    options.update(base_url=server.base_url, journal_dir=tmp_path)
+    backend = create_backend("openai", BackendSettings(model=ModelReference(MODEL), options=options))
+    backend.generate(REQUESTS[:1], PROTOCOL)
+    assert server.headers_seen[-1]["Authorization"] == "Bearer sk-secret-123"
+    recorded = f"{backend.description}{backend.fingerprint}" + "".join(p.read_text() for p in tmp_path.iterdir())
+    assert "sk-secret" not in recorded
+
+
+def test_unserved_model_wrong_url_and_unreachable_server_are_usage_errors(server, connect):
+    with pytest.raises(ServerError, match="--model=other is not served at .*; it serves: scripted-model"):
+        connect(server.base_url, model="other")
+    with pytest.raises(AuditUsageError, match="cannot reach the server"):
+        connect(f"http://127.0.0.1:{free_port()}/v1")
+    with pytest.raises(ServerError, match=r"--base-url=http://127.0.0.1:\d+: GET /models answered HTTP 404: not found"):
+        connect(server.base_url.removesuffix("/v1"))
+
+
+def _start_server(port: int, *crash_after: int) -> subprocess.Popen:
+    process = subprocess.Popen([sys.executable, str(Path(__file__).resolve().parents[1] / "http_support.py"), str(port),
+                                *map(str, crash_after)], stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "ready"
+    return process
+
+
+@pytest.mark.slow
+def test_server_killed_mid_run_then_restarted_resumes(connect):
+    """The server process dies after 6 answers; the rerun asks only for what the journal lacks."""
+    port = free_port()
+    requests = [Request(f"プロンプト{p}", i) for p in range(5) for i in range(4)]
+    server = _start_server(port, 6)  # the connection probe, then 5 completions
+    try:
+        backend = connect(f"http://127.0.0.1:{port}/v1", max_retries=1)
+        with pytest.raises(GenerationError, match="failed after 2 attempts"):
+            backend.generate(requests, PROTOCOL)
+    finally:
+        server.kill()
+        server.wait()
+    server = _start_server(port)
+    try:
+        resumed = connect(f"http://127.0.0.1:{port}/v1")
+        completions = resumed.generate(requests, PROTOCOL)
+    finally:
+        server.kill()
+        server.wait()
+    assert [c.text for c in completions] == expected_texts(requests)
+    assert 5 <= resumed.usage["resumed"] < len(requests)
+    assert resumed.usage["requests"] == 1 + len(requests) - resumed.usage["resumed"]

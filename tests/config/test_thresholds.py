@@ -1,0 +1,234 @@
+"""``thresholds.yaml`` validation: every mistake is one ThresholdsError naming where and what."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from fairness_core.config.loading import load_thresholds
+from fairness_core.config.thresholds import AuditConfig, SamplingProtocol, ThresholdsError
+from fairness_core.evaluations.honest.config import HonestConfig, group_problems
+
+REPO_THRESHOLDS = Path(__file__).resolve().parents[2] / "thresholds.yaml"
+
+
+def repo_thresholds() -> dict:
+    """The repository's thresholds.yaml as a plain mapping, to be varied one key at a time."""
+    return yaml.safe_load(REPO_THRESHOLDS.read_text(encoding="utf-8"))
+
+
+def tiny_thresholds() -> dict:
+    """The repository's file with a small HONEST section whose optional keys are left out."""
+    raw = repo_thresholds()
+    raw["honest"] = {
+        "protocol": {"num_samples": 2, "max_new_tokens": 4},
+        "max_honest_score": {"female": 0.1, "male": 0.1},
+        "max_template_score": 0.25,
+        "max_ratio": 2.0,
+    }
+    return raw
+
+
+def write(tmp_path: Path, content: dict | str) -> Path:
+    path = tmp_path / "thresholds.yaml"
+    text = content if isinstance(content, str) else yaml.safe_dump(content, allow_unicode=True, sort_keys=False)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def invalid(tmp_path: Path, content: dict | str) -> str:
+    """The message of the ThresholdsError raised for ``content``."""
+    with pytest.raises(ThresholdsError) as err:
+        load_thresholds(write(tmp_path, content))
+    return str(err.value)
+
+
+def test_repo_thresholds_validate():
+    config = load_thresholds(REPO_THRESHOLDS)
+    assert isinstance(config, AuditConfig)
+    assert config.honest.protocol == SamplingProtocol()  # the HONEST reference protocol
+    assert set(config.honest.max_honest_score) == {"female", "male"}
+
+
+def test_optional_keys_take_their_defaults(tmp_path):
+    config = load_thresholds(write(tmp_path, tiny_thresholds()))
+    assert config.honest.protocol == SamplingProtocol(num_samples=2, max_new_tokens=4)
+    assert config.honest.lexicon_level == "conservative"
+    assert config.honest.min_hits_for_ratio == 10
+    assert config.honest.max_category_score == {}
+
+
+def test_config_is_frozen(tmp_path):
+    config = load_thresholds(write(tmp_path, tiny_thresholds()))
+    with pytest.raises(ValidationError, match="frozen"):
+        config.honest.max_ratio = 3.0  # type: ignore[misc]
+
+
+def test_misspelled_nested_key_names_the_dotted_key_and_the_allowed_keys(tmp_path):
+    raw = tiny_thresholds()
+    raw["honest"]["protocol"] = {"num_sampels": 2, "max_new_tokens": 4}
+    path = write(tmp_path, raw)
+    with pytest.raises(ThresholdsError) as err:
+        load_thresholds(path)
+    assert str(err.value) == (
+        f"The thresholds file {str(path)!r} is invalid:\n"
+        "  - honest.protocol.num_sampels: unknown key 'num_sampels'; allowed keys here: "
+        "num_samples, max_new_tokens, do_sample, top_k, top_p, temperature"
+    )
+
+
+def test_misspelled_key_in_honest_lists_the_honest_keys(tmp_path):
+    raw = tiny_thresholds()
+    raw["honest"]["max_ratoi"] = 3.0
+    message = invalid(tmp_path, raw)
+    allowed = ", ".join(HonestConfig.model_fields)
+    assert f"  - honest.max_ratoi: unknown key 'max_ratoi'; allowed keys here: {allowed}" in message.splitlines()
+    assert "max_ratio" in allowed and "max_template_score" in allowed
+
+
+def test_misspelled_top_level_key(tmp_path):
+    raw = tiny_thresholds()
+    raw["honset"] = raw.pop("honest")
+    message = invalid(tmp_path, raw)
+    assert f"  - honset: unknown key 'honset'; allowed keys here: {', '.join(type(load_thresholds(REPO_THRESHOLDS)).model_fields)}" in message
+    assert "  - honest: Field required" in message
+
+
+def test_wrong_type_names_the_field_and_the_value(tmp_path):
+    raw = tiny_thresholds()
+    raw["honest"]["protocol"]["max_new_tokens"] = "many"
+    with pytest.raises(ThresholdsError, match=r"\n  - honest\.protocol\.max_new_tokens: Input should be a valid "
+                                              r"integer.* \(got 'many'\)$"):
+        load_thresholds(write(tmp_path, raw))
+
+
+@pytest.mark.parametrize(
+    ("location", "value"),
+    [
+        ("honest.max_template_score", 1.5),
+        ("honest.max_ratio", 0.5),
+        ("honest.max_ratio", "two"),
+        ("honest.protocol.num_samples", 0),
+        ("honest.protocol.top_p", 0),
+        ("honest.protocol.top_p", 1.5),
+        ("honest.protocol.temperature", 0),
+        ("honest.protocol.top_k", -1),
+        ("honest.protocol.do_sample", "sometimes"),
+        ("honest.max_honest_score.male", -0.1),
+        ("honest.lexicon_level", "strict"),
+        ("honest.min_hits_for_ratio", -1),
+    ],
+)
+def test_out_of_range_or_wrong_value_names_the_field(tmp_path, location, value):
+    raw = tiny_thresholds()
+    *parents, key = location.split(".")
+    node = raw
+    for part in parents:
+        node = node[part]
+    node[key] = value
+    message = invalid(tmp_path, raw)
+    problems = message.splitlines()[1:]
+    assert len(problems) == 1, message
+    assert problems[0].startswith(f"  - {location}: ")
+    assert problems[0].endswith(f"(got {value!r})")
+
+
+@pytest.mark.parametrize(
+    ("mapping", "location"),
+    [
+        ({"max_category_score": {"xyz": 0.1}}, "honest.max_category_score.xyz"),
+    ],
+)
+def test_unknown_category_or_attribute_names_it(tmp_path, mapping, location):
+    raw = tiny_thresholds()
+    raw["honest"].update(mapping)
+    assert f"\n  - {location}" in invalid(tmp_path, raw)
+
+
+def test_every_problem_is_reported_at_once(tmp_path):
+    raw = tiny_thresholds()
+    raw["honest"]["protocol"] = {"num_sampels": 2}
+    raw["honest"]["max_ratio"] = "x"
+    problems = invalid(tmp_path, raw).splitlines()[1:]
+    assert [line.split(":")[0] for line in problems] == ["  - honest.protocol.num_sampels", "  - honest.max_ratio"]
+
+
+def test_missing_required_key(tmp_path):
+    raw = tiny_thresholds()
+    del raw["honest"]["max_ratio"]
+    assert "\n  - honest.max_ratio: Field required" in invalid(tmp_path, raw)
+
+
+def test_max_honest_score_is_checked_against_the_attribute_sets_groups(tmp_path):
+    """A limit for one group only would leave the other's audit test without a threshold (a KeyError)."""
+    raw = tiny_thresholds()
+    raw["honest"]["max_honest_score"] = {"female": 0.1, "other": 0.1}
+    config = load_thresholds(write(tmp_path, raw))
+    assert group_problems(config.honest, ("female", "male"), where="here") == [
+        "here: honest.max_honest_score has no limit for the group(s) ['male']; give one per group: female, male. "
+        "For your own attribute set, write them in your own thresholds file (a copy of the shipped one) and pass "
+        "--thresholds=my-thresholds.yaml, with: attributes: {<set>: {honest: {max_honest_score: "
+        "{female: 0.10, male: 0.10}}}}",
+        "here: honest.max_honest_score names unknown group(s) ['other']; the groups are female, male"]
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "- a\n- list\n", "just a string\n"])
+def test_not_a_mapping(tmp_path, text):
+    assert invalid(tmp_path, text).endswith(
+        "is invalid:\n  - (top level): Input should be a valid dictionary or instance of AuditConfig "
+        f"(got {yaml.safe_load(text)!r})"
+    )
+
+
+def test_invalid_yaml(tmp_path):
+    path = write(tmp_path, "honest:\n  protocol: [unclosed\n")
+    with pytest.raises(ThresholdsError, match=rf"^The thresholds file {re.escape(repr(str(path)))} is not valid YAML: "):
+        load_thresholds(path)
+
+
+def test_missing_file(tmp_path):
+    path = tmp_path / "nope.yaml"
+    with pytest.raises(ThresholdsError, match=rf"^Cannot read the thresholds file {re.escape(repr(str(path)))}: "
+                                              r"No such file or directory\.$"):
+        load_thresholds(path)
+
+
+def test_a_directory_is_not_a_thresholds_file(tmp_path):
+    with pytest.raises(ThresholdsError, match=r"^Cannot read the thresholds file .*: it is a folder; give the path of a YAML file\.$"):
+        load_thresholds(tmp_path)
+
+
+def test_protocol_defaults_are_the_honest_reference():
+    assert SamplingProtocol().model_dump() == {
+        "num_samples": 20, "max_new_tokens": 10, "do_sample": True, "top_k": 50, "top_p": 1.0, "temperature": 1.0,
+    }
+
+
+def test_an_attribute_set_overrides_only_the_limits_it_names(tmp_path):
+    raw = yaml.safe_load(REPO_THRESHOLDS.read_text(encoding="utf-8"))
+    raw["attributes"] = {"nationality": {"honest": {"max_ratio": 2.5, "max_honest_score": {"japanese": 0.2}},
+                                         "sentiment": {"max_mean_gap": 0.2}}}
+    config = load_thresholds(write(tmp_path, yaml.safe_dump(raw, allow_unicode=True)))
+    nationality = config.for_attribute_set("nationality")
+    assert (nationality.honest.max_ratio, nationality.honest.max_honest_score["japanese"], nationality.sentiment.max_mean_gap) \
+        == (2.5, 0.2, 0.2)
+    assert nationality.honest.protocol == config.honest.protocol
+    assert nationality.sentiment.max_group_distance == config.sentiment.max_group_distance
+    assert config.for_attribute_set("gender") == config
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ({"honest": {"max_ratoi": 2}}, r"attributes\.nationality\.honest\.max_ratoi: unknown key 'max_ratoi'; "
+                                   r"allowed keys here: protocol, .*max_ratio"),
+    ({"honesty": {}}, r"attributes\.nationality\.honesty: unknown key 'honesty'; allowed keys here: honest, sentiment"),
+    ({"honest": {"max_ratio": 0.5}}, r"attributes\.nationality\.honest\.max_ratio: .*greater than or equal to 1"),
+])
+def test_a_bad_attribute_set_override_names_its_dotted_key(tmp_path, override, message):
+    raw = yaml.safe_load(REPO_THRESHOLDS.read_text(encoding="utf-8"))
+    raw["attributes"] = {"nationality": override}
+    with pytest.raises(ThresholdsError, match=message):
+        load_thresholds(write(tmp_path, yaml.safe_dump(raw, allow_unicode=True)))

@@ -1,0 +1,6 @@
+"""A third evaluation written the way a contributor would add one: one folder, one entry point, one thresholds section.
+
+It asks every group's label to finish a sentence and measures the share of
+completions that are cut off mid-sentence (no 。): a made-up but honest
+metric, enough to exercise the whole path from prompts to verdicts.
+"""
