@@ -119,9 +119,15 @@ class AuditsDirectory(pytest.Directory):
             if spec is None or spec.origin is None:
                 raise self.CollectError(f"The evaluation {name!r} names its audit tests {module!r}, "
                                         f"which is no importable module")
-            yield pytest.Module.from_parent(self, path=Path(spec.origin))
+            yield self._module(Path(spec.origin))
         for path in sorted(self.path.glob("test_*.py")):
-            yield pytest.Module.from_parent(self, path=path)
+            yield self._module(path)
+
+    def _module(self, path: Path) -> pytest.Module:
+        """A test module of this folder; one elsewhere (an installed package) is named as if it lay here."""
+        if path.is_relative_to(self.config.rootpath) or path.parent == self.path:
+            return pytest.Module.from_parent(self, path=path)
+        return pytest.Module.from_parent(self, path=path, nodeid=f"{self.nodeid}/{path.name}" if self.nodeid else path.name)
 
 
 @functools.cache
