@@ -155,7 +155,7 @@ def _plan(thresholds: Path, setup: AuditSetup, values: dict) -> int:
 
     options, _ = audit_options(values, cache_dir=None)
     print(f"thresholds {thresholds}")
-    print("\n".join(plan_lines(setup.config, setup.attributes.name, setup.evaluations, options)))
+    print("\n".join(plan_lines(setup.config, setup.attributes.name, setup.evaluations, setup.not_applicable(), options)))
     return 0
 
 

@@ -245,10 +245,13 @@ def _quick_problems(config: pytest.Config, setup: AuditSetup | AuditUsageError, 
     baseline = config.getoption(BASELINE.dest)
     if regression and baseline and (missing := missing_file(BASELINE.flag, Path(baseline))):
         problems.append(missing)
+    audit_json = config.getoption(AUDIT_JSON.dest)
+    if baseline and audit_json and Path(baseline).expanduser().resolve() == Path(audit_json).expanduser().resolve():
+        problems.append(f"{AUDIT_JSON.flag}={audit_json} would overwrite the {BASELINE.flag} it is compared with, and the "
+                        f"next run would gate against this model. Write the new results to another file.")
     cache = config.getoption(CACHE_DIR.dest)
     if config.getoption(NO_CACHE.dest) and cache:
         problems.append(no_cache_with_cache_dir(cache))
-    audit_json = config.getoption(AUDIT_JSON.dest)
     checks: list[Callable[[], object]] = [lambda: check_output_file(AUDIT_JSON.flag, Path(audit_json))] if audit_json else []
     checks += [lambda: check_cache_dir(CACHE_DIR.flag, Path(cache))] if cache and not config.getoption(NO_CACHE.dest) else []
     for check in checks:
@@ -316,7 +319,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     violation = call.excinfo.value
     if isinstance(violation, AuditViolation):
         report.longrepr = str(violation)
-        report.user_properties.append((VIOLATION_PROPERTY, {"summary": violation.summary, "aggregate": violation.aggregate}))
+        report.user_properties.append((VIOLATION_PROPERTY, {"metric": violation.metric, "summary": violation.summary,
+                                                            "aggregate": violation.aggregate, "kind": violation.kind}))
         if violation.evidence and item.config.pluginmanager.hasplugin("html"):
             from pytest_html import extras
 

@@ -58,21 +58,29 @@ class AuditSetup:
         config: AuditConfig | None = _collect(problems, lambda: load_thresholds(thresholds))
         attribute_set: AttributeSet | None = _collect(problems, lambda: load_attribute_set(attributes))
         classes = {name: EVALUATIONS.load(name) for name in EVALUATIONS}
-        if config is not None and attribute_set is not None:
-            where = f"the thresholds file {str(thresholds)!r}"
-            known = list(dict.fromkeys([*BUILTIN_ATTRIBUTE_SETS, attribute_set.name]))
-            problems += attribute_set_problems(config, known, where=where)
-            config = config.for_attribute_set(attribute_set.name)
-            supported = [name for name, cls_ in classes.items() if cls_.supports(attribute_set)]
-            if not supported:
-                problems.append(f"No evaluation applies to the attribute set {attribute_set.name!r} "
-                                f"({attribute_set.source}): give it a section for one of "
-                                f"{', '.join(n for n, c in classes.items() if c.attribute_section is not None)}")
-            for name in supported:
-                problems += classes[name].config_problems(config.section(name), attribute_set, where=where)
-        if problems or config is None or attribute_set is None:
+        if config is None or attribute_set is None:
             raise AuditSetupError(problems)
-        evaluations = {name: cls_(config, attribute_set) for name, cls_ in classes.items() if cls_.supports(attribute_set)}
+        where = f"the thresholds file {str(thresholds)!r}"
+        known = list(dict.fromkeys([*BUILTIN_ATTRIBUTE_SETS, attribute_set.name]))
+        problems += attribute_set_problems(config, known, where=where)
+        supported = [name for name, evaluation in classes.items() if evaluation.supports(attribute_set)]
+        problems += _unused_limits(config, attribute_set, [name for name in classes if name not in supported],
+                                   where=where)
+        config = config.for_attribute_set(attribute_set.name)
+        if not supported:
+            problems.append(f"No evaluation applies to the attribute set {attribute_set.name!r} "
+                            f"({attribute_set.source}): give it a section for one of "
+                            f"{', '.join(n for n, c in classes.items() if c.attribute_section is not None)}")
+        for name in supported:
+            problems += classes[name].config_problems(config.section(name), attribute_set, where=where)
+        if problems:
+            raise AuditSetupError(problems)
+        evaluations = {name: classes[name](config, attribute_set) for name in supported}
+        problems += [f"The attribute set {attribute_set.name!r} ({attribute_set.source}) leaves the {name} evaluation "
+                     f"no prompt to ask: its {name} section excludes every template, or has no term"
+                     for name, evaluation in evaluations.items() if not evaluation.prompts]
+        if problems:
+            raise AuditSetupError(problems)
         return cls(config, attribute_set, evaluations)
 
     def not_applicable(self) -> dict[str, str]:
@@ -124,10 +132,14 @@ class AuditSession:
             raise AuditSetupError(problems)
 
     def _read_baseline(self, path: Path):
-        from fairness_core.gates.regression import incompatibilities, read_baseline
+        from fairness_core.gates.regression import impossible_values, incompatibilities, read_baseline
         from fairness_core.reporting.results import ResultsFileError
 
         baseline = read_baseline(path)
+        impossible = impossible_values(baseline, self.evaluations)
+        if impossible:
+            raise ResultsFileError(f"The baseline {path} holds values that no audit run makes (edited by hand, or from "
+                                   f"another tool?):\n  - " + "\n  - ".join(impossible))
         problems = incompatibilities(baseline, self.provenance())
         if problems:
             raise ResultsFileError(f"The baseline {path} is not comparable with this run:\n  - " + "\n  - ".join(problems))
@@ -213,6 +225,17 @@ class AuditSession:
             not_run=self.not_run,
             versions=versions(),
         )
+
+
+def _unused_limits(config: AuditConfig, attribute_set: AttributeSet, not_run: Sequence[str], *, where: str) -> list[str]:
+    """Limits written for this attribute set under ``attributes:`` for an evaluation that it does not run.
+
+    They would never apply, and the file's author would believe they do.
+    """
+    limits = config.attributes.get(attribute_set.name)
+    return [f"{where}: attributes.{attribute_set.name}.{name} sets limits for the {name} evaluation, which the "
+            f"attribute set {attribute_set.name!r} does not run (it has no {name} section); remove them"
+            for name in not_run if limits is not None and getattr(limits, name, None) is not None]
 
 
 def _collect(problems: list[str], step: Callable[[], Any]) -> Any:

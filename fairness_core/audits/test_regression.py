@@ -25,5 +25,5 @@ def test_no_regression(audit, metric):
         raise AuditViolation(
             violation_message(metric=f"REGRESSION vs baseline {model}: {metric}", where=[f"baseline {model}"],
                               verdict=verdict, sample=f"this run: {current.sample}; baseline: {baseline.sample}"),
-            summary=f"REGRESSION vs baseline {model}: {metric}: {verdict}",
+            metric=metric, summary=f"REGRESSION vs baseline {model}: {metric}: {verdict}", kind="regression",
         )

@@ -48,7 +48,7 @@ class VLLMUnavailableError(AuditUsageError):
 def sampling_params(seed: int, protocol: SamplingProtocol) -> dict:
     """``SamplingParams`` keywords for one sample: every parameter explicit, vLLM's penalties neutral.
 
-    >>> sampling_params(7, SamplingProtocol(do_sample=False))["temperature"]
+    >>> sampling_params(7, SamplingProtocol(num_samples=1, do_sample=False))["temperature"]
     0.0
     """
     sampled = protocol.do_sample
@@ -154,7 +154,7 @@ def create_backend(settings: BackendSettings) -> VLLMBackend:
                        trust_remote_code=settings.trust_remote_code, dtype=settings.dtype,
                        tensor_parallel_size=settings.options["tensor_parallel_size"], seed=settings.seed)
         backend = VLLMBackend(llm, settings, location=location, versions="")
-        backend.generate([Request(PROBE_PROMPTS[0])], SamplingProtocol(do_sample=False, max_new_tokens=1))
+        backend.generate([Request(PROBE_PROMPTS[0])], SamplingProtocol(num_samples=1, do_sample=False, max_new_tokens=1))
     except AuditUsageError:
         raise
     except Exception as err:  # noqa: BLE001 - vLLM raises anything from a load or a first request; each is the model's

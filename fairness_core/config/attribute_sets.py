@@ -39,6 +39,7 @@ import functools
 import hashlib
 import re
 import types
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -90,8 +91,21 @@ def _no_slot(text: str) -> str:
     return text
 
 
-#: A term, name or label: non-empty, NFKC-normalised, with no template slot in it.
-Term = Annotated[str, Field(min_length=1), AfterValidator(normalize), AfterValidator(_no_slot)]
+def _visible(text: str) -> str:
+    """A term, name or label a reader can see: not blank, and no invisible character (a zero-width space would make
+    two groups look the same in every report while the model reads them apart)."""
+    hidden = next((char for char in text if unicodedata.category(char) in ("Cc", "Cf")), None)
+    if hidden is not None:
+        name = unicodedata.name(hidden, "a control character")
+        raise ValueError(f"contains the invisible character U+{ord(hidden):04X} ({name}); write the visible term only")
+    if not text.strip():
+        raise ValueError("is blank (only spaces); write the term itself")
+    return text
+
+
+#: A term, name or label: non-empty, visible, NFKC-normalised, with no template slot in it.
+Term = Annotated[str, Field(min_length=1), AfterValidator(normalize), AfterValidator(_visible),
+                 AfterValidator(_no_slot)]
 
 
 def builtin_reference(name: str, resolve: Callable[[], Any]) -> BeforeValidator:

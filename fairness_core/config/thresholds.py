@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, create_model
+from pydantic import BaseModel, Field, ValidationError, create_model, model_validator
 
 from fairness_core.config.validation import StrictModel, describe_errors
 from fairness_core.config.yaml_files import read_yaml_file
@@ -34,6 +34,9 @@ class SamplingProtocol(StrictModel):
     """How completions are drawn; defaults are the HONEST reference protocol.
 
     ``top_k=0`` and ``top_p=1.0`` switch those filters off, as in ``transformers``.
+    Greedy decoding (``do_sample: false``) draws one completion per prompt:
+    its samples would be copies, and intervals that count copies as
+    independent completions would be too narrow.
     """
 
     num_samples: Annotated[int, Field(gt=0)] = 20
@@ -42,6 +45,13 @@ class SamplingProtocol(StrictModel):
     top_k: Annotated[int, Field(ge=0)] = 50
     top_p: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
     temperature: Annotated[float, Field(gt=0.0)] = 1.0
+
+    @model_validator(mode="after")
+    def _one_greedy_sample(self) -> SamplingProtocol:
+        if not self.do_sample and self.num_samples != 1:
+            raise ValueError(f"do_sample: false (greedy decoding) gives every sample of a prompt the same completion, "
+                             f"so num_samples must be 1 (got {self.num_samples}); to sample, set do_sample: true")
+        return self
 
 
 #: One limit per group id of the attribute set (``{female: 0.10, male: 0.10}``).

@@ -39,7 +39,23 @@ def _describe(error: Any, root: type[BaseModel]) -> str:
     if error["type"] == "extra_forbidden" and isinstance(error["loc"][-1], str):
         allowed = allowed_keys(root, error["loc"][:-1])
         return f"{location}: unknown key {error['loc'][-1]!r}; allowed keys here: {', '.join(allowed)}"
-    return f"{location}: {error['msg']} (got {error.get('input')!r})"
+    return f"{location}: {error['msg']} (got {error.get('input')!r}){_number_as_text(error.get('input'))}"
+
+
+def _number_as_text(value: Any) -> str:
+    """Why YAML gave text where a number was written: ``1e308`` is a string in YAML 1.1, ``1.0e308`` a float.
+
+    >>> _number_as_text("1e308")
+    ': YAML reads 1e308 as text; write a number in exponent form with a dot and a signed exponent, e.g. 1.0e+308'
+    """
+    if not isinstance(value, str):
+        return ""
+    try:
+        number = float(value)
+    except ValueError:
+        return ""
+    return (f": YAML reads {value} as text; write a number in exponent form with a dot and a signed exponent, "
+            f"e.g. {number:.1e}")
 
 
 def allowed_keys(root: type[BaseModel], parent: tuple) -> list[str]:

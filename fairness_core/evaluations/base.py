@@ -39,16 +39,37 @@ if TYPE_CHECKING:
 Direction = Literal["lower", "higher", "ratio", "zero"]
 
 
+#: The values a share or a distance between scores in [0, 1] can take.
+SHARE = (0.0, 1.0)
+
+
 @dataclass(frozen=True)
 class MetricSpec:
-    """One metric of an evaluation: its name (the key of ``regression.tolerance``) and its direction.
+    """One metric of an evaluation: its name (the key of ``regression.tolerance``), its direction and its range.
 
     The regression gate compares two runs by :meth:`badness`, higher worse,
-    whatever the metric measures.
+    whatever the metric measures; a baseline value outside ``bounds``
+    (inclusive; a ratio is above 0 besides) is refused, as no run makes one.
     """
 
     name: str
     direction: Direction = "lower"
+    bounds: tuple[float, float] = (-math.inf, math.inf)
+
+    def value_problem(self, value: float) -> str | None:
+        """Why ``value`` cannot be a value of this metric, or ``None``.
+
+        >>> MetricSpec("share", bounds=SHARE).value_problem(7.5)
+        '7.5 is outside [0, 1]'
+        """
+        if not math.isfinite(value):
+            return f"{value} is not a finite number"
+        low, high = self.bounds
+        if not low <= value <= high:
+            return f"{value:g} is outside [{low:g}, {high:g}]"
+        if self.direction == "ratio" and value <= 0:
+            return f"{value:g} is no ratio of two rates (it must be above 0)"
+        return None
 
     def badness(self, value: float) -> float:
         """How bad ``value`` is, higher worse: a ratio as ``|log ratio|``, a signed score as ``|score|``."""
@@ -135,8 +156,11 @@ class Evaluation:
 
     @classmethod
     def metric_spec(cls, metric: str) -> MetricSpec:
-        """The spec of one of this evaluation's metrics, by name."""
-        return next(spec for spec in cls.metric_specs if spec.name == metric)
+        """The spec of one of this evaluation's metrics, by name (a ``KeyError`` for a name it does not report)."""
+        found = next((spec for spec in cls.metric_specs if spec.name == metric), None)
+        if found is None:
+            raise KeyError(f"The {cls.name} evaluation reports no metric {metric!r}")
+        return found
 
     @classmethod
     def audit_tests(cls) -> str:

@@ -66,15 +66,21 @@ def gate_line(config: AuditConfig, attributes: str) -> str:
             f"{' and '.join(found.detects)} with 90% power")
 
 
-def plan_lines(config: AuditConfig, attributes: str, evaluations: dict[str, Evaluation],
+def plan_lines(config: AuditConfig, attributes: str, evaluations: dict[str, Evaluation], not_run: dict[str, str],
                options: AuditOptions) -> list[str]:
-    """``ja-fairness-audit plan``: each evaluation's prompts and limits, and the gate line.
+    """``ja-fairness-audit plan``: each evaluation's prompts and limits, what is not run and why, and the gate line.
 
     ``attributes`` is the attribute set's name (the key of its limits and of
-    its measured characteristics).  Reads the attribute set and the thresholds
-    only: no model, no lexicon, no scorer.
+    its measured characteristics).  An option of an evaluation that is not run
+    is named, so that its question does not go unanswered without a word.
+    Reads the attribute set and the thresholds only: no model, no lexicon, no scorer.
     """
+    from fairness_core.evaluations import EVALUATIONS
+
     lines = [f"--attributes={attributes}, decision rule {config.decision_rule}"]
     lines += [f"  {line}" for evaluation in evaluations.values() for line in evaluation.plan_lines(options)]
+    for name, why in not_run.items():
+        asked = [option.flag for option in EVALUATIONS.load(name).options if options.values.get(option.dest) is not None]
+        lines.append(f"  {name}: {why}" + (f"; {', '.join(asked)} has nothing to answer" if asked else ""))
     lines.append(f"  {gate_line(config, attributes)}")
     return lines

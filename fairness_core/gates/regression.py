@@ -66,6 +66,23 @@ def read_baseline(path: Path) -> AuditResults:
     return baseline
 
 
+def impossible_values(baseline: AuditResults, evaluations: Mapping[str, Evaluation]) -> list[str]:
+    """The baseline's values that no run makes (NaN, a share of 7.5, a ratio of 0), one line each.
+
+    Comparing with them would pass or crash the gate for no reason of the model's.
+    """
+    problems = []
+    for record in baseline.metrics:
+        known = {spec.name for spec in type(evaluations[record.evaluation]).metric_specs} \
+            if record.evaluation in evaluations else set()
+        if record.metric not in known or record.value is None:
+            continue
+        spec = type(evaluations[record.evaluation]).metric_spec(record.metric)
+        values = [record.value, *(record.interval or ())]
+        problems += [f"{record.id}: {problem}" for value in values if (problem := spec.value_problem(value))]
+    return problems
+
+
 def incompatibilities(baseline: AuditResults, current: Provenance) -> list[str]:
     """How ``baseline`` differs from the current run in ways that make a comparison meaningless.
 

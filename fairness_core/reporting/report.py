@@ -29,6 +29,13 @@ if TYPE_CHECKING:
 #: The key of a violation in a test report's ``user_properties``: how xdist workers' violations reach the controller.
 VIOLATION_PROPERTY = "fairness_violation"
 
+#: pytest-html puts its Environment table between the title and the summary; the verdict must be the first thing a
+#: reader sees, so the page shows the summary right under the title, the environment after it.
+_VERDICT_FIRST = """<style>
+body {display: flex; flex-direction: column}
+body > .summary {order: 1} body > #environment-header, body > #environment {order: 2}
+body > #results-table {order: 3} body > footer {order: 4}
+</style>"""
 _STYLE = """<style>
 .fa-summary table {border-collapse: collapse; margin: 0.5em 0 1em 0; font-size: 13px}
 .fa-summary td, .fa-summary th {border: 1px solid #ccc; padding: 2px 8px; text-align: left; color: #111}
@@ -39,6 +46,7 @@ _STYLE = """<style>
 .fa-verdict {font-size: 20px; font-weight: bold; padding: 10px 14px; margin: 0 0 12px 0; border-radius: 4px}
 .fa-verdict.failed {background: #b00020; color: #fff} .fa-verdict.passed {background: #1b6e20; color: #fff}
 .fa-verdict small {display: block; font-size: 13px; font-weight: normal; margin-top: 4px}
+.fa-verdict a {color: #fff}
 table.fa-evidence {border-collapse: collapse; font-size: 13px} table.fa-evidence td {border: 1px solid #ccc; padding: 2px 6px}
 mark {background: #ffb3b3}
 </style>"""
@@ -85,25 +93,66 @@ def overshoot(metric: MetricRecord) -> float:
     return max(upper, lower, 0.0)
 
 
-def verdict(violations: Sequence[dict], results: AuditResults) -> tuple[bool, str, str]:
-    """(failed, the headline, the line under it): what a reviewer must read first.
+#: The sections of the HTML summary that the verdict's counts link to.
+LIMITS, DETAILS, REGRESSIONS = "fa-limits", "fa-details", "fa-regressions"
 
-    ``FAILED: 7 aggregate violations, 39 per-template or per-category`` or ``PASSED``, then the model and the
-    gate: the decision rule, and the baseline where one was compared.
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a reviewer must read first: passed or not, the counts (each of one section's table), and the gate.
+
+    The counts are of the tables below the verdict: failing headline metrics
+    (the aggregate table), failing per-template or per-category metrics, and
+    regressions against the baseline.
     """
-    aggregate = sum(1 for v in violations if v["aggregate"])
-    detail = len(violations) - aggregate
-    headline = (f"FAILED: {aggregate} aggregate violation{'s' * (aggregate != 1)}, {detail} per-template or "
-                f"per-category" if violations else "PASSED: no audit violations")
+
+    counts: tuple[tuple[str, str], ...]  # (text, the section it counts)
+    under: str
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.counts)
+
+    @property
+    def headline(self) -> str:
+        return "FAILED: " + ", ".join(text for text, _ in self.counts) if self.counts else "PASSED: no audit violations"
+
+    def html(self) -> str:
+        counts = ", ".join(f'<a href="#{section}">{escape(text)}</a>' for text, section in self.counts)
+        headline = f"FAILED: {counts}" if self.counts else escape(self.headline)
+        return (f'<div class="fa-verdict {"failed" if self.failed else "passed"}">{headline}'
+                f"<small>{escape(self.under)}</small></div>")
+
+
+def _count(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"
+
+
+def verdict(violations: Sequence[dict], results: AuditResults) -> Verdict:
+    """The verdict: ``FAILED: 7 limits failed, 6 regressions`` (each count a table of the report) or ``PASSED``.
+
+    >>> from fairness_core.reporting.results import AuditResults
+    >>> verdict([], AuditResults.model_construct(metrics=[], notes=[], provenance=None)).headline
+    'PASSED: no audit violations'
+    """
+    failing = [m for m in results.metrics if m.decision == "fail"]
+    limits = sum(m.aggregate for m in failing)
+    regressions = sum(v.get("kind") == "regression" for v in violations)
+    counts = [(_count(limits, "limit failed", "limits failed"), LIMITS)] if limits else []
+    counts += [(_count(len(failing) - limits, "per-template or per-category limit failed",
+                       "per-template or per-category limits failed"), DETAILS)] if len(failing) > limits else []
+    counts += [(_count(regressions, "regression", "regressions"), REGRESSIONS)] if regressions else []
+    if results.provenance is None:
+        return Verdict(tuple(counts), "")
     model = results.provenance.model
     baseline = [note.removeprefix("baseline: ") for note in results.notes if note.startswith("baseline: ")]
     gate = f"decision rule {results.provenance.decision_rule}" + (f"; baseline {baseline[0]}" if baseline else "")
-    return bool(violations), headline, f"model {model.get('model', '?')} ({model.get('backend', '?')}); gate: {gate}"
+    return Verdict(tuple(counts), f"model {model.get('model', '?')} ({model.get('backend', '?')}); gate: {gate}")
 
 
 def summary_html(results: AuditResults, violations: Sequence[dict] = ()) -> str:
-    """The block at the top of the HTML report: the verdict, provenance, aggregate metrics, health, plots."""
-    failed, headline, under = verdict(violations, results)
+    """The block at the top of the HTML report: the verdict, provenance, metric tables, regressions, health, plots."""
+    found = verdict(violations, results)
     p = results.provenance
     attributes = p.attributes
     provenance = [
@@ -122,19 +171,27 @@ def summary_html(results: AuditResults, violations: Sequence[dict] = ()) -> str:
     ]
     aggregates = sorted((m for m in results.metrics if m.aggregate),
                         key=lambda m: (m.decision != "fail", -overshoot(m)))  # failures first, the worst on top
+    details = sorted((m for m in results.metrics if not m.aggregate and m.decision == "fail"), key=lambda m: -overshoot(m))
+    regressions = [[_cell(v["metric"]), _cell(v["summary"].partition(f'{v["metric"]}: ')[2])]
+                   for v in violations if v.get("kind") == "regression"]
     health = [[_cell(h.evaluation), _cell(h.group), _cell(h.completions), _cell(f"{h.empty_share:.1%}"),
                _cell(f"{h.repeat_share:.1%}"), _cell(f"{h.loop_share:.1%}"), _cell(f"{h.mean_length:.1f}")]
               for h in results.health]
     flags = "".join(f'<p class="fa-flag">Confound: {escape(flag)}</p>' for flag in results.confounds)
+    notes = "".join(f"<p>{escape(note)}</p>" for note in results.notes if not note.startswith("baseline: "))
     images = "".join(f'<h3>{escape(title)}</h3><img alt="{escape(title)}" src="data:image/png;base64,{png}"/>'
                      for title, png in report_plots(results))
+    metric_header = ["metric", "value", "95% interval", "permutation p", "threshold", "decision", "sample"]
     return (
-        f'{_STYLE}<div class="fa-summary"><div class="fa-verdict {"failed" if failed else "passed"}">'
-        f'{escape(headline)}<small>{escape(under)}</small></div><h2>Fairness audit</h2>'
+        f'{_VERDICT_FIRST}{_STYLE}<div class="fa-summary">{found.html()}{notes}'
+        + f'<h3 id="{LIMITS}">Aggregate metrics (95% intervals: Wilson for shares, bootstrap over prompts otherwise)</h3>'
+        + _table(metric_header, [_metric_row(m) for m in aggregates], css_class="fa-metrics")
+        + (f'<h3 id="{DETAILS}">Failing per-template and per-category metrics</h3>'
+           + _table(metric_header, [_metric_row(m) for m in details], css_class="fa-metrics") if details else "")
+        + (f'<h3 id="{REGRESSIONS}">Regressions against the baseline</h3>'
+           + _table(["metric", "regression"], regressions) if regressions else "")
+        + "<h2>Fairness audit</h2>"
         + _table(["", ""], [[_cell(k), _cell(v)] for k, v in provenance])
-        + "<h3>Aggregate metrics (95% intervals: Wilson for shares, bootstrap over prompts otherwise)</h3>"
-        + _table(["metric", "value", "95% interval", "permutation p", "threshold", "decision", "sample"],
-                 [_metric_row(m) for m in aggregates], css_class="fa-metrics")
         + "<h3>Generation health</h3>"
         + _table(["evaluation", "group", "completions", "empty", "repeats prompt", "loops", "mean length"], health)
         + flags + images + "</div>"
@@ -182,7 +239,7 @@ def evidence_html(evidence: Sequence[Evidence]) -> str:
 def terminal_lines(violations: Sequence[dict], results: AuditResults, outputs: Sequence[str]) -> list[str]:
     """The short 'fairness audit' section after pytest's results: aggregate violations first."""
     ordered = sorted(violations, key=lambda v: not v["aggregate"])
-    lines = [verdict(violations, results)[1]]
+    lines = [verdict(violations, results).headline]
     lines += [f"VIOLATION {v['summary']}" for v in ordered]
     lines += evaluation_lines(results)
     lines += [f"not judged: {m.id}: {m.skip_reason}" for m in results.metrics if m.aggregate and m.value is None]
@@ -243,13 +300,18 @@ class AuditReporter:
         self.violations += [value for key, value in report.user_properties
                             if key == VIOLATION_PROPERTY and isinstance(value, dict)]
 
-    def pytest_sessionfinish(self) -> None:
+    def pytest_sessionfinish(self, session) -> None:
         if self.worker is not None:
             results = self.results() if self.build_results is not None else None
             target = Path(self.worker[WORKER_RESULTS]) / f"{self.worker['workerid']}.json" if results else None
         else:
             results = self.results()
             target = self.audit_json
+            stopped = session.shouldfail or session.shouldstop
+            if results is not None and stopped:
+                self._results = results = results.model_copy(update={"notes": [*results.notes, (
+                    f"the run stopped early ({stopped}): not every audit test ran; the counts and tables of this "
+                    f"summary and of the results file are those of every computed metric")]})
         if results is not None and target is not None:
             from fairness_core.reporting.results import write_results
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
+from typing import Literal
 
 import pytest
 
@@ -39,15 +40,25 @@ class Evidence:
                 f"<td>{escape(self.note)}</td></tr>")
 
 
-class AuditViolation(Exception):
-    """A model exceeded an audit threshold; ``str(self)`` is the full report, ``evidence`` its completions."""
+#: What a violation broke: a limit of ``thresholds.yaml`` (the deploy gate) or the ``--baseline`` (the regression gate).
+ViolationKind = Literal["limit", "regression"]
 
-    def __init__(self, message: str, *, summary: str = "", evidence: Sequence[Evidence] = (),
-                 aggregate: bool = True):
+
+class AuditViolation(Exception):
+    """A model exceeded an audit threshold; ``str(self)`` is the full report, ``evidence`` its completions.
+
+    ``metric``: the id of the metric it is about; ``aggregate``: a headline
+    metric (not one template's or one category's); ``kind``: which gate it broke.
+    """
+
+    def __init__(self, message: str, *, metric: str = "", summary: str = "", evidence: Sequence[Evidence] = (),
+                 aggregate: bool = True, kind: ViolationKind = "limit"):
         super().__init__(message)
+        self.metric = metric
         self.summary = summary
         self.evidence = list(evidence)
         self.aggregate = aggregate
+        self.kind = kind
 
 
 def enforce(result: MetricResult, rule: DecisionRule, *, where: Sequence[str],
@@ -62,7 +73,7 @@ def enforce(result: MetricResult, rule: DecisionRule, *, where: Sequence[str],
         raise AuditViolation(
             violation_message(metric=result.metric, where=where, verdict=verdict + p_value, sample=result.sample,
                               evidence=[e.text() for e in shown], evidence_total=evidence_total),
-            summary=f"{result.id}: {verdict}",
+            metric=result.id, summary=f"{result.id}: {verdict}",
             evidence=shown[:EVIDENCE_LIMIT],
             aggregate=result.aggregate,
         )

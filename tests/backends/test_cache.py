@@ -98,7 +98,7 @@ def test_cache_key_is_stable_for_equal_inputs():
         {"fingerprint": {**FINGERPRINT, "extra": "x"}},
         {"protocol": SamplingProtocol(num_samples=3, max_new_tokens=5)},
         {"protocol": SamplingProtocol(num_samples=2, max_new_tokens=6)},
-        {"protocol": SamplingProtocol(num_samples=2, max_new_tokens=5, do_sample=False)},
+        {"protocol": SamplingProtocol(num_samples=1, max_new_tokens=5, do_sample=False)},
         {"protocol": SamplingProtocol(num_samples=2, max_new_tokens=5, top_k=0)},
         {"protocol": SamplingProtocol(num_samples=2, max_new_tokens=5, top_p=0.9)},
         {"protocol": SamplingProtocol(num_samples=2, max_new_tokens=5, temperature=0.7)},

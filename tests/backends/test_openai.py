@@ -57,7 +57,7 @@ def test_one_seeded_request_per_sample_with_every_sampling_parameter(server, con
 
 
 def test_greedy_protocol_is_sent_as_temperature_zero(server, connect):
-    connect(server.base_url).generate(REQUESTS[:1], SamplingProtocol(do_sample=False))
+    connect(server.base_url).generate(REQUESTS[:1], SamplingProtocol(num_samples=1, do_sample=False))
     assert (server.bodies[-1]["temperature"], server.bodies[-1]["top_k"]) == (0.0, 0)
 
 

@@ -44,18 +44,25 @@ def test_html_report_and_terminal_summary(pytester, tiny_model_dirs):
     assert "test_group[gender-female]" in failed
     soup = BeautifulSoup(report.read_text(encoding="utf-8"), "html.parser")
 
-    # The summary block opens with the verdict, counted from the failed tests, naming the model and the gate.
+    # The summary block opens with the verdict; each count links to the table that holds exactly those rows, and
+    # the counts add up to the failed tests.  The page shows the summary above pytest-html's Environment table.
     summary = soup.find("div", class_="fa-summary")
     assert summary is not None, "no fa-summary block in the report"
     banner = summary.find("div")
     assert "fa-verdict" in banner["class"] and "failed" in banner["class"]
-    headline = re.fullmatch(r"FAILED: (\d+) aggregate violations?, (\d+) per-template or per-category(.*)",
+    headline = re.fullmatch(r"FAILED: (\d+) limits? failed, (\d+) per-template or per-category limits? failed(.*)",
                             banner.get_text())
     assert headline and int(headline[1]) + int(headline[2]) == len(failed), banner.get_text()
     assert f"model {tiny_model_dirs['sentencepiece']} (hf); gate: decision rule point" in headline[3]
-    assert summary.find("table").find("th") is None, "the provenance table has no empty header row"
+    for link, count in zip(banner.find_all("a"), (headline[1], headline[2])):
+        section = summary.find(id=link["href"].removeprefix("#"))
+        rows = section.find_next_sibling("table").find_all("td", class_="fail")
+        assert len(rows) == int(count), link.get_text()
+    assert "order: 1" in report.read_text(encoding="utf-8").split("fa-summary")[0], "the summary comes first"
+    provenance_table = summary.find("h2").find_next_sibling("table")
+    assert provenance_table.find("th") is None, "the provenance table has no empty header row"
     provenance = {row.find_all("td")[0].get_text(): row.find_all("td")[1].get_text()
-                  for row in summary.find("table").find_all("tr") if len(row.find_all("td")) == 2}
+                  for row in provenance_table.find_all("tr") if len(row.find_all("td")) == 2}
     for key in ("model", "weights fingerprint", "decision rule", "seed", "attribute set", "honest", "sentiment",
                 "versions", "date"):
         assert key in provenance, f"provenance row {key!r} missing: {sorted(provenance)}"
@@ -123,7 +130,7 @@ def test_html_report_and_terminal_summary(pytester, tiny_model_dirs):
     lines = result.stdout.lines
     start = next(i for i, line in enumerate(lines) if re.fullmatch(r"=+ fairness audit =+", line))
     section = lines[start + 1:]
-    assert section[0] == headline[0].split(" per-template")[0] + " per-template or per-category"
+    assert section[0] == banner.get_text().removesuffix(headline[3]), "the terminal's headline is the banner's"
     violations = [line for line in section if line.startswith("VIOLATION ")]
     assert len(violations) == len(failed), "\n".join(section)
     assert any(line.startswith("VIOLATION honest.honest_score[group=female]: observed ")

@@ -8,19 +8,33 @@ from fairness_core.reporting.report import terminal_lines
 from fairness_core.reporting.results import AuditResults
 
 
-def test_aggregate_violations_come_first_in_test_order():
+def metric(metric_id: str, value: float, limit: float, *, aggregate: bool) -> dict:
+    evaluation, _, rest = metric_id.partition(".")
+    return {"id": metric_id, "evaluation": evaluation, "metric": rest.split("[")[0], "group": None, "template_id": None,
+            "category": None, "value": value, "interval": None, "p_value": None, "limit_upper": limit,
+            "limit_lower": None, "decision": "fail" if value > limit else "pass", "skip_reason": None,
+            "aggregate": aggregate, "sample": ""}
+
+
+def test_aggregate_violations_come_first_in_test_order_and_the_counts_are_those_of_the_tables():
     violations = [
         {"summary": "sentiment.group_distance[template=name-09,group=female]: 0.40 > 0.20", "aggregate": False},
         {"summary": "honest.honest_score[group=female]: 0.30 > 0.10", "aggregate": True},
         {"summary": "honest.honest_score[template=trait-01,group=female]: 0.50 > 0.30", "aggregate": False},
-        {"summary": "REGRESSION vs baseline demo: sentiment.mean_gap: 0.500 vs baseline 0.010", "aggregate": True},
+        {"summary": "REGRESSION vs baseline demo: sentiment.mean_gap: 0.500 vs baseline 0.010", "aggregate": True,
+         "kind": "regression", "metric": "sentiment.mean_gap"},
         {"summary": "honest.honest_ratio: 4.81 > 1.50", "aggregate": True},
     ]
-    results = AuditResults.model_validate({**minimal_results(), "confounds": ["honest: c"]})
+    metrics = [metric("honest.honest_score[group=female]", 0.3, 0.1, aggregate=True),
+               metric("honest.honest_ratio", 4.81, 1.5, aggregate=True),
+               metric("sentiment.mean_gap", 0.01, 0.2, aggregate=True),
+               metric("honest.honest_score[template=trait-01,group=female]", 0.5, 0.3, aggregate=False),
+               metric("sentiment.group_distance[template=name-09,group=female]", 0.4, 0.2, aggregate=False)]
+    results = AuditResults.model_validate({**minimal_results(), "confounds": ["honest: c"], "metrics": metrics})
     results = results.model_copy(update={"provenance": results.provenance.model_copy(
         update={"not_run": {"sentiment": "not selected"}})})
     assert terminal_lines(violations, results, ["r.json"]) == [
-        "FAILED: 3 aggregate violations, 2 per-template or per-category",
+        "FAILED: 2 limits failed, 2 per-template or per-category limits failed, 1 regression",
         "VIOLATION honest.honest_score[group=female]: 0.30 > 0.10",
         "VIOLATION REGRESSION vs baseline demo: sentiment.mean_gap: 0.500 vs baseline 0.010",
         "VIOLATION honest.honest_ratio: 4.81 > 1.50",

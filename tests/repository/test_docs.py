@@ -178,3 +178,16 @@ def test_each_test_file_is_of_the_kind_the_map_gives_it():
         if kind == "end-to-end" and not runs_something_whole:
             wrong.append(f"{name}: end-to-end, but it runs no pytester, process, server or demo model")
     assert wrong == []
+
+
+def test_the_readme_failure_sample_names_the_decision_rules_the_shipped_thresholds_set():
+    """The sample is read as documentation of the gate: each violation's rule must be the one the audit applies."""
+    from fairness_core.config.loading import load_thresholds
+
+    config = load_thresholds(REPO / "thresholds.yaml")
+    level_metrics = ("honest.honest_score[", "honest.category_score[")
+    shown = re.findall(r"VIOLATION (\S+): .*\(decision rule: (\w+)\)", README.read_text(encoding="utf-8"))
+    assert shown
+    for metric, rule in shown:
+        expected = config.honest.level_decision_rule if metric.startswith(level_metrics) else config.decision_rule
+        assert rule == expected, metric

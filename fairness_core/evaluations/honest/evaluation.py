@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from fairness_core.config.option_types import AUDIT, PLAN, Option, checked, one_of
-from fairness_core.evaluations.base import Evaluation, MetricSpec
+from fairness_core.evaluations.base import SHARE, Evaluation, MetricSpec
 from fairness_core.evaluations.honest.config import HonestConfig, group_problems
 from fairness_core.evaluations.honest.lexicon import LEXICON_LEVELS, Lexicon, LexiconLevel
 from fairness_core.evaluations.honest.section import HonestSection
@@ -42,8 +42,8 @@ class HonestEvaluation(Evaluation):
     attribute_section: ClassVar[type[HonestSection]] = HonestSection
     parameters: ClassVar[tuple[str, ...]] = ("template_id", "category")
     metric_specs: ClassVar[tuple[MetricSpec, ...]] = (
-        MetricSpec("honest_score"), MetricSpec("honest_ratio", "ratio"), MetricSpec("category_score"),
-        MetricSpec("pool_ratio", "ratio"))
+        MetricSpec("honest_score", bounds=SHARE), MetricSpec("honest_ratio", "ratio"),
+        MetricSpec("category_score", bounds=SHARE), MetricSpec("pool_ratio", "ratio"))
     options: ClassVar[tuple[Option, ...]] = (
         Option("--lexicon", "hurtful lexicon: a HurtLex TSV or one word a line", Path,
                default_text="the project's own", commands=frozenset({AUDIT})),

@@ -67,5 +67,6 @@ def samples_line(prompts: Sequence[Prompt], max_ratio: float, ratio: float) -> s
     found = (str(needed) if needed else
              f"not reachable (limit {max_ratio:g}; " + ("the ratio is within the limit)" if effect <= max_ratio
                                                         else "term-to-term variation alone hides it)"))
-    return (f"samples per prompt for 90% power at an HONEST ratio of {ratio:g}: {found} "
+    stated = f"{ratio:g}" + (f" (1/{effect:g}: the limit is two-sided)" if ratio < 1 else "")
+    return (f"samples per prompt for 90% power at an HONEST ratio of {stated}: {found} "
             f"(normal approximation at a base rate of {REFERENCE_RATE:g})")

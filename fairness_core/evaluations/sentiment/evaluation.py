@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from fairness_core.config.option_types import AUDIT, Option
-from fairness_core.evaluations.base import Evaluation, MetricSpec
+from fairness_core.evaluations.base import SHARE, Evaluation, MetricSpec
 from fairness_core.evaluations.sentiment.config import SentimentConfig
 from fairness_core.evaluations.sentiment.section import SentimentSection
 from fairness_core.scorecard import metric_id
@@ -43,8 +43,9 @@ class SentimentEvaluation(Evaluation):
     attribute_section: ClassVar[type[SentimentSection]] = SentimentSection
     parameters: ClassVar[tuple[str, ...]] = ("template_id",)
     metric_specs: ClassVar[tuple[MetricSpec, ...]] = (
-        MetricSpec("group_distance"), MetricSpec("average_group_fairness"), MetricSpec("mean_gap"),
-        MetricSpec("mean_sentiment", "higher"), MetricSpec("counterfactual_fairness"))
+        MetricSpec("group_distance", bounds=SHARE), MetricSpec("average_group_fairness", bounds=SHARE),
+        MetricSpec("mean_gap", bounds=SHARE), MetricSpec("mean_sentiment", "higher", bounds=SHARE),
+        MetricSpec("counterfactual_fairness", bounds=SHARE))
     options: ClassVar[tuple[Option, ...]] = (
         Option("--sentiment", "sentiment scorer: hub id or path of a text classifier, or 'lexicon' for the offline "
                "polarity lexicon", default_text=f"the model's own where it brings one, as the demo models bring "
