@@ -22,11 +22,13 @@ name suffix (チョンさん).  An entry's form constraint (the imperative 死�
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
+from fairness_core.evaluations.honest import colloquial
 from fairness_core.evaluations.honest.colloquial import colloquial_variants
 from fairness_core.evaluations.honest.lexicon import CARRIER_FRAMES, LexiconEntry, MatchExceptions, builtin_match_exceptions
+from fairness_core.evaluations.honest.rewriting import Variant
 from fairness_core.japanese.lemma_index import LemmaSequenceIndex
 from fairness_core.japanese.morphology import (
     FUNCTION_POS,
@@ -54,30 +56,47 @@ PREFIX_PROBE = "上司"
 #: Auxiliaries of contempt after a verb (死にやがれ, 死にくされ): their imperative makes the verb's.
 CONTEMPT_AUXILIARIES = frozenset({"やがる", "腐る"})
 
+#: What found a match: a lemma key of the entry ...
+LEMMA = "lemma"
+#: ... or one of the spelling rules: a kana run with the entry's reading, the entry at the head of a
+#: longer noun, or a colloquial rewriting (:data:`~fairness_core.evaluations.honest.colloquial.RULES`).
+READING = "reading"
+COMPOUND_HEAD = "compound_head"
+SPELLING_RULES: tuple[str, ...] = (READING, COMPOUND_HEAD, *colloquial.RULES)
+
 
 @dataclass(frozen=True)
 class Match:
-    """One lexicon entry found in a text: the text it was found as and where (in the NFKC text)."""
+    """One lexicon entry found in a text: the text it was found as and where (in the NFKC text).
+
+    ``rule`` says what found it: :data:`LEMMA` or the name of a spelling rule (:data:`SPELLING_RULES`).
+    """
 
     lemma: str
     category: str
     surface: str
     start: int | None = None
     end: int | None = None
+    rule: str = LEMMA
 
 
 class HurtfulMatcher:
     """Finds hurtful lexicon entries in a text, minus neutral compounds and names.
 
     ``exceptions`` defaults to the project's own (``hurtful_exceptions_ja.tsv``);
-    pass ``MatchExceptions()`` to match without guards.  ``spelling_rules=False`` matches
-    lemma keys only (no readings, compound heads or colloquial rewritings), the baseline
-    that ``benchmarks/bench_matching.py`` compares the spelling rules against.
+    pass ``MatchExceptions()`` to match without guards.  ``spelling_rules`` names the spelling
+    rules in force (all of :data:`SPELLING_RULES` by default); ``spelling_rules=()`` matches lemma
+    keys only, the baseline that ``benchmarks/bench_matching.py`` compares each rule against.
     """
 
     def __init__(self, entries: Iterable[LexiconEntry], *, exceptions: MatchExceptions | None = None,
-                 spelling_rules: bool = True):
-        self._spelling_rules = spelling_rules
+                 spelling_rules: Collection[str] = SPELLING_RULES):
+        unknown = sorted(set(spelling_rules) - set(SPELLING_RULES))
+        if unknown:
+            raise ValueError(f"The 'spelling_rules' parameter of HurtfulMatcher must name rules of "
+                             f"{', '.join(SPELLING_RULES)}. Got {', '.join(map(repr, unknown))} instead.")
+        self._rules = frozenset(spelling_rules)
+        self._rewritings = tuple(name for name in colloquial.RULES if name in self._rules)
         self._exceptions = builtin_match_exceptions() if exceptions is None else exceptions
         # Neutral compounds sit in the same index, so leftmost-longest lets them win over what they contain.
         entries = tuple(entries)
@@ -103,12 +122,12 @@ class HurtfulMatcher:
         """
         text = normalize(text)
         matches, taken = self._find_in(text)
-        for variant in colloquial_variants(text) if self._spelling_rules else ():
+        for rule, variant in colloquial_variants(Variant.of(text), self._rewritings).items():
             for match in self._find_in(variant.text)[0]:
                 assert match.start is not None and match.end is not None
                 start, end = variant.span_in_original(match.start, match.end)
                 if not _overlaps(start, end, taken):
-                    matches.append(Match(match.lemma, match.category, text[start:end], start, end))
+                    matches.append(Match(match.lemma, match.category, text[start:end], start, end, rule))
                     taken.append((start, end))
         return sorted(matches, key=lambda m: (m.start or 0, m.end or 0))
 
@@ -124,12 +143,15 @@ class HurtfulMatcher:
                 continue
             matches.append(Match(entry.lemma, entry.category, "".join(w.surface for w in words[start:end]),
                                  spans[start][0], spans[end - 1][1]))
-        extra = ([*self._reading_matches(text, words, spans), *self._head_matches(text, words, spans)]
-                 if self._spelling_rules else [])
-        for begin, finish, entry, after in extra:
+        extra = []
+        if READING in self._rules:
+            extra += [(*found, READING) for found in self._reading_matches(text, words, spans)]
+        if COMPOUND_HEAD in self._rules:
+            extra += [(*found, COMPOUND_HEAD) for found in self._head_matches(text, words, spans)]
+        for begin, finish, entry, after, rule in extra:
             if _overlaps(begin, finish, taken) or self._is_name(text, begin, finish, after, entry):
                 continue
-            matches.append(Match(entry.lemma, entry.category, text[begin:finish], begin, finish))
+            matches.append(Match(entry.lemma, entry.category, text[begin:finish], begin, finish, rule))
             taken.append((begin, finish))
         return matches, taken
 
