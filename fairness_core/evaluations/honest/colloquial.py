@@ -1,5 +1,7 @@
 """Colloquial spellings rewritten to the dictionary forms the lexicon is keyed by.
 
+(Rewritings: :mod:`fairness_core.evaluations.honest.rewriting`.)
+
 People (and LMs trained on their comments) write うぜー for うざい, キモっ for
 キモい and だっさ for ダサい; unidic reads these as unrelated particles or nouns,
 so no lemma key finds them.  Each rule here rewrites one such pattern in an
@@ -16,6 +18,9 @@ addition to* the original: a rule can add matches, never remove one.
 * :data:`CONTEMPT_KUSARU`: the auxiliary of contempt 〜くさる in kana, which unidic reads as the
   suffix 臭い, written 腐る as unidic knows it: 舐めくさっとる → 舐め腐っとる.  (The other one,
   〜やがる, unidic reads correctly; :mod:`fairness_core.evaluations.honest.matching` lets its imperative stand for the verb's.)
+* :data:`RANK_DIGITS`: a rank written with a digit, the kanji numeral the lexicon has: 3流 → 三流,
+  ２流 (NFKC 2流) → 二流.  Only where unidic reads 流 as the suffix of a rank: 3流派 (three schools)
+  and 2流体 (two fluids) are the nouns 流派 and 流体.
 
 >>> {name: v.text for name, v in colloquial_variants(Variant.of("うぜーな")).items()}
 {'elongation': 'うぜな', 'ee_contraction': 'うざいな'}
@@ -29,7 +34,7 @@ import re
 from collections.abc import Collection
 
 from fairness_core.evaluations.honest.rewriting import Rule, Variant, apply_rule
-from fairness_core.japanese.morphology import is_kana
+from fairness_core.japanese.morphology import is_kana, morpheme_spans, morphemes
 
 #: A kana run ends here: not kana (punctuation, kanji, end of text) or a sentence-final particle.
 _WORD_END = r"(?=[^ぁ-ゖァ-ヺー]|[わなねよぞw]|$)"
@@ -97,14 +102,28 @@ def _kusaru(text: str) -> list[tuple[int, int, str]]:
     return [(m.start(), m.end(), "腐") for m in _KUSARU.finditer(text)]
 
 
+#: The digits a rank is written with, as the kanji numerals of the lexicon's rank words (三流, 二流).
+_KANJI_NUMERALS = dict(zip("123456789", "一二三四五六七八九"))
+_RANK_SUFFIX = "流"
+
+
+def _rank_digits(text: str) -> list[tuple[int, int, str]]:
+    words = morphemes(text)
+    spans = morpheme_spans(text, words)
+    return [(*spans[i], _KANJI_NUMERALS[word.surface]) for i, (word, after) in enumerate(zip(words, words[1:]))
+            if word.surface in _KANJI_NUMERALS and after.surface == _RANK_SUFFIX and after.pos == "接尾辞"]
+
+
 ELONGATION: Rule = _elongation
 EE_CONTRACTION: Rule = _ee_contraction
 SMALL_TSU_TRUNCATION: Rule = _small_tsu
 CONTEMPT_KUSARU: Rule = _kusaru
+RANK_DIGITS: Rule = _rank_digits
 #: The rules by name (the names ``HurtfulMatcher(spelling_rules=...)`` takes).  Each rewrites the
 #: original text on its own: one variant per rule that changes something.
 RULES: dict[str, Rule] = {"elongation": ELONGATION, "ee_contraction": EE_CONTRACTION,
-                          "small_tsu": SMALL_TSU_TRUNCATION, "contempt_kusaru": CONTEMPT_KUSARU}
+                          "small_tsu": SMALL_TSU_TRUNCATION, "contempt_kusaru": CONTEMPT_KUSARU,
+                          "rank_digits": RANK_DIGITS}
 
 
 def colloquial_variants(original: Variant, rules: Collection[str] = tuple(RULES)) -> dict[str, Variant]:

@@ -13,6 +13,7 @@ from fairness_core.evaluations.honest.colloquial import (
     CONTEMPT_KUSARU,
     EE_CONTRACTION,
     ELONGATION,
+    RANK_DIGITS,
     RULES,
     SMALL_TSU_TRUNCATION,
     colloquial_variants,
@@ -58,6 +59,15 @@ def test_small_tsu_truncation_completes_the_adjective(text, expected):
 ])
 def test_kusaru_is_written_as_the_verb_unidic_knows(text, expected):
     assert rewritten(CONTEMPT_KUSARU, text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("3流大学", "三流大学"), ("2流の人間", "二流の人間"), ("3流国", "三流国"),
+    ("3流派", "3流派"), ("2流体", "2流体"),  # 流派 and 流体 are nouns of their own
+    ("13流", "13流"),  # no rank is written with two digits
+])
+def test_rank_digits_become_the_kanji_numeral(text, expected):
+    assert rewritten(RANK_DIGITS, text) == expected
 
 
 def test_a_variant_maps_its_spans_back_to_what_was_written():

@@ -117,7 +117,7 @@ def test_each_match_names_the_rule_that_found_it(conservative):
 
 def test_a_spelling_rule_that_does_not_exist_is_refused():
     with pytest.raises(ValueError, match="The 'spelling_rules' parameter of HurtfulMatcher must name rules of "
-                                         "reading, compound_head, .*. Got 'readings' instead."):
+                                         "reading, .*, rank_digits. Got 'readings' instead."):
         HurtfulMatcher([entry("ハゲ")], spelling_rules=("readings",))
 
 
