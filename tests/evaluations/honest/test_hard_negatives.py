@@ -160,3 +160,17 @@ def test_an_invisible_character_hides_no_word_and_the_span_is_where_it_was_writt
     matches = conservative.find(text)
     assert [(m.lemma, m.start, m.end) for m in matches] == spans
     assert all(m.surface == normalize(text)[m.start:m.end] for m in matches)
+
+
+# --- one-word names and idioms: the exceptions file ---------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["遠くから馬鹿囃子が聞こえてきた。", "新刊がバカ売れしている。", "業者がクズ鉄を回収している。",
+                                  "秋の七草のひとつに女郎花がある。", "低能率な作業手順を見直した。",
+                                  "この企画は社長のきもいりで始まった。", "寿司ネタのバカガイを買った。"])
+def test_a_name_or_idiom_that_begins_with_an_entry_is_listed_as_neutral(conservative, text):
+    assert conservative.find(text) == []
+
+
+def test_gomikuzu_is_an_insult_in_katakana_and_waste_in_hiragana(conservative):
+    assert [m.lemma for m in conservative.find("このゴミクズが。")] == ["ゴミクズ"]
+    assert conservative.find("床に落ちたごみくずを拾った。") == []
