@@ -38,7 +38,6 @@ from fairness_core.evaluations.honest.other_words import (
     continues_predicate,
     head_is_other_word,
     inside_katakana_word,
-    one_kana_word,
     reads_as_entry,
     rewriting_misreads,
     verb_for_noun,
@@ -56,13 +55,11 @@ CONTEMPT_AUXILIARIES = frozenset({"やがる", "腐る"})
 #: What found a match: a lemma key of the entry ...
 LEMMA = "lemma"
 #: ... or one of the spelling rules: a kana run with the entry's reading that unidic does not read as
-#: one word (し+ね, めん+へら), or one written exactly as the entry (ハゲ in ハゲます) ...
+#: one word (し+ね, めん+へら) or that is written exactly as the entry (ハゲ in ハゲます), the entry at the
+#: head of a longer noun, or a rewriting (:data:`~fairness_core.evaluations.honest.colloquial.RULES`).
 READING = "reading"
-#: ... one kana word that unidic reads with the entry's reading (ぶす for ブス, めくら for メクラ) ...
-KANA_NOUN = "kana_noun"
-#: ... the entry at the head of a longer noun, or a rewriting (:data:`~fairness_core.evaluations.honest.colloquial.RULES`).
 COMPOUND_HEAD = "compound_head"
-SPELLING_RULES: tuple[str, ...] = (READING, KANA_NOUN, COMPOUND_HEAD, *colloquial.RULES)
+SPELLING_RULES: tuple[str, ...] = (READING, COMPOUND_HEAD, *colloquial.RULES)
 
 
 @dataclass(frozen=True)
@@ -142,9 +139,8 @@ class HurtfulMatcher:
         lemma, taken = self._lemma_matches(analysis)
         found = [c for c in lemma if not inside_katakana_word(analysis, c, lemma)]
         spelled: list[Candidate] = []
-        if READING in self._rules or KANA_NOUN in self._rules:
-            spelled += [c for c in self._reading_matches(analysis)
-                        if c.rule in self._rules and not inside_katakana_word(analysis, c, lemma)]
+        if READING in self._rules:
+            spelled += [c for c in self._reading_matches(analysis) if not inside_katakana_word(analysis, c, lemma)]
         if COMPOUND_HEAD in self._rules:
             spelled += self._head_matches(analysis)
         for candidate in spelled:
@@ -181,8 +177,7 @@ class HurtfulMatcher:
                     entry = next((e for e in self._by_reading.get(to_hiragana(analysis.text[position:finish]), ())
                                   if reads_as_entry(analysis, first, stop, e, run_end=run_end)), None)
                     if entry is not None:
-                        found = Candidate(entry, position, finish, first, stop,
-                                          KANA_NOUN if one_kana_word(analysis, first, stop, entry) else READING)
+                        found = Candidate(entry, position, finish, first, stop, READING)
                         break
                 if found:
                     yield found

@@ -7,11 +7,11 @@ word's letters are shared by other words: はげて is the verb 剥げる, ゲ�
 here asks it, and each is measured on sentences written to trip it
 (``benchmarks/data/matching_sentences_hard_negatives_ja.tsv``, ``docs/matching.md``).
 
-* A **reading** is another word where unidic reads its first morpheme as a verb, adjective or
-  adverb of another part of speech than the entry's (剥げる, 捲る; with its lengthening dropped:
-  にがーい is 苦い), or where a noun entry is followed by what only follows a verb (へたれてきた,
-  ぶすくれる) - unless it is written in katakana exactly as the entry (ハゲますように: a verb spelled
-  as the insult).
+* A **reading** is another word where unidic reads the kana as one word (ぶす is also 附子, a poison
+  and a play; めくら the verb 捲る), where it reads the first morpheme as a verb, adjective or adverb
+  of another part of speech than the entry's (剥げる; with its lengthening dropped: にがーい is 苦い),
+  or where a noun entry is followed by what only follows a verb (へたれてきた, ぶすくれる) - unless it is
+  written in katakana exactly as the entry (ハゲますように: a verb spelled as the insult).
 * A **lemma** match of a noun entry on one verb or adjective is that verb or adjective before what
   only follows one (いざりながら, たわけた話) or before the noun it modifies (ひどい雨 is not 非道); and one that begins with a
   particle or auxiliary right after a predicate is that predicate's ending (怒ったわけ is 怒っ + た + 訳,
@@ -44,8 +44,8 @@ from fairness_core.japanese.morphology import FUNCTION_POS, Morpheme, is_katakan
 IMPERATIVE_FORMS = ("命令形", "仮定形")
 #: ... and is a conditional only when one of these follows (死ねば).
 CONDITIONAL_PARTICLES = frozenset({"ば", "ど", "ども"})
-#: Parts of speech of a one-morpheme span that do not make it "another word" when its reading differs
-#: (unidic reads でぶ as the conjunction で + the symbol ぶ).
+#: Parts of speech of a one-morpheme span that do not make it a word unidic reads: a run it could not
+#: resolve (unidic reads でぶ as the conjunction で + the symbol ぶ).
 READING_TRANSPARENT_POS = frozenset({"助詞", "助動詞", "補助記号", "記号", "感動詞", "接続詞"})
 #: A particle after one of these continues the predicate (雨だしね), it does not start an insult.
 PREDICATE_POS = frozenset({"動詞", "形容詞", "助動詞", "形状詞"})
@@ -102,16 +102,16 @@ def reads_as_entry(analysis: Analysis, first: int, stop: int, entry: LexiconEntr
     """Whether ``words[first:stop]``, a kana span read as ``entry`` in a kana run ending at ``run_end``,
     may be taken for it.
 
-    Not when unidic reads the span as one content word with another reading (いざって is the verb
-    いざる), nor when it starts with a particle after a predicate (雨だしね: だ+し+ね, "and ..."),
-    nor, for an imperative, before ば or ど (しねば); nor (unless written in katakana exactly as the
-    entry) when it is a verb, adjective or adverb, as written or lengthened, of another part of
-    speech than the entry's, or a noun entry before what only follows a verb.
+    Written in katakana exactly as the entry, it is the entry (ハゲますように: a verb spelled as the
+    insult), unless it is a particle after a predicate (雨だしね: だ+し+ね, "and ...") or, for an
+    imperative, before ば or ど (しねば).  Otherwise it must be a run that unidic cannot read as one
+    word (し+ね, めん+へら): one word it reads is a homograph (ぶす, 附子, a poison and a play) or
+    another word (いざって is the verb いざる); and its first morpheme must not be a verb, adjective or
+    adverb, as written or lengthened, of another part of speech than the entry's, nor a noun entry be
+    followed by what only follows a verb.
     """
     words, span = analysis.words, analysis.words[first:stop]
     begin, finish = analysis.spans[first][0], analysis.spans[stop - 1][1]
-    if len(span) == 1 and span[0].pos not in READING_TRANSPARENT_POS and span[0].reading != entry.reading:
-        return False
     if continues_predicate(analysis, first):
         return False
     if entry.form == "imperative" and stop < len(words) and words[stop].key in CONDITIONAL_PARTICLES:
@@ -119,16 +119,10 @@ def reads_as_entry(analysis: Analysis, first: int, stop: int, entry: LexiconEntr
     written = analysis.text[begin:finish]
     if is_katakana(written) and written == normalize(entry.lemma):
         return True
+    if len(span) == 1 and span[0].pos not in READING_TRANSPARENT_POS:
+        return False
     return not (_another_part_of_speech(span[0], entry) or _lengthened_other_word(analysis.text[begin:run_end], written, entry)
                 or (entry.pos == "名詞" and stop < len(words) and _only_after_a_verb(words[stop])))
-
-
-def one_kana_word(analysis: Analysis, first: int, stop: int, entry: LexiconEntry) -> bool:
-    """Whether a reading span is one word unidic reads (ぶす, めくら), written otherwise than the entry: a
-    homograph of the entry's reading, where a run unidic splits (し+ね) is a word it does not know."""
-    begin, finish = analysis.spans[first][0], analysis.spans[stop - 1][1]
-    return (stop - first == 1 and analysis.words[first].pos not in READING_TRANSPARENT_POS
-            and analysis.text[begin:finish] != normalize(entry.lemma))
 
 
 def _another_part_of_speech(word: Morpheme, entry: LexiconEntry) -> bool:
