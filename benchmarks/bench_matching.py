@@ -6,7 +6,7 @@ per category is over the sentences where an entry of that category was found.
 The self-match line is the share of entries that the matcher finds in every
 carrier frame (``fairness_core.evaluations.honest.matching.self_check``).
 
-    python benchmarks/bench_matching.py [--lexicon PATH] [--errors] [--speed] [--ablation]
+    python benchmarks/bench_matching.py [--lexicon PATH] [--errors] [--speed] [--ablation [--toxicity PATH]]
 
 Four data sets under ``benchmarks/data/`` (their headers say how they were made):
 ``matching_sentences_ja.tsv``, the development set whose misses guided the lexicon,
@@ -23,6 +23,9 @@ Each level is shown twice: *lemma keys only* is the matcher without the spelling
 recall on every set with all rules, with lemma keys only and without each rule in turn; what each
 rule adds on its own (the sentences flagged with it and not without it); and the hard-negative
 set per class.  A rule is kept where what it adds on the hard negatives has precision >= 0.98.
+With ``--toxicity PATH/subset.csv`` the tables have the web comments of ``bench_toxicity.py`` as one
+more set (toxic = hurtful, non-toxic = neutral), so each rule's recall on real comments stands next to
+its precision on the hard negatives.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+
+from bench_toxicity import read_toxicity
 
 from fairness_core.evaluations.honest.lexicon import LEXICON_LEVELS, Lexicon, load_builtin_lexicon, load_lexicon
 from fairness_core.evaluations.honest.matching import SPELLING_RULES, HurtfulMatcher, self_check
@@ -68,6 +73,12 @@ def read_sentences(path: Path) -> list[Sentence]:
         return [Sentence("hurtful" if row["label"] == "1" else "neutral", "-", row["class"], row["sentence"])
                 for row in rows]
     return [Sentence(row["label"], row["category"], row["kind"], row["sentence"]) for row in rows]
+
+
+def read_web_comments(path: Path) -> list[Sentence]:
+    """The toxicity set's comments as labelled sentences: toxic ones hurtful, non-toxic ones neutral."""
+    toxic, clean = read_toxicity(path)
+    return [Sentence("hurtful", "-", "toxic", t) for t in toxic] + [Sentence("neutral", "-", "non-toxic", t) for t in clean]
 
 
 def ratio(numerator: int, denominator: int) -> str:
@@ -184,13 +195,18 @@ def main() -> None:
     parser.add_argument("--speed", action="store_true", help="only time the matcher on the sentences of all sets")
     parser.add_argument("--ablation", action="store_true",
                         help="only the Markdown tables of each spelling rule's precision and recall on every set")
+    parser.add_argument("--toxicity", type=Path,
+                        help="with --ablation: the web comments of japanese-toxic-dataset's data/subset.csv as one more set")
     args = parser.parse_args()
     lexicon = load_lexicon(args.lexicon) if args.lexicon else load_builtin_lexicon()
     if args.speed:
         report_speed(lexicon, [s for path in SENTENCE_SETS.values() for s in read_sentences(path)])
         return
     if args.ablation:
-        report_ablation(lexicon, {name: read_sentences(path) for name, path in SENTENCE_SETS.items()})
+        sets = {name: read_sentences(path) for name, path in SENTENCE_SETS.items()}
+        if args.toxicity:
+            sets["web comments"] = read_web_comments(args.toxicity)
+        report_ablation(lexicon, sets)
         return
     for name, path in SENTENCE_SETS.items():
         sentences = read_sentences(path)
