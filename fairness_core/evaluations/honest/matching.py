@@ -32,7 +32,6 @@ from fairness_core.evaluations.honest.colloquial import colloquial_variants
 from fairness_core.evaluations.honest.lexicon import CARRIER_FRAMES, LexiconEntry, MatchExceptions, builtin_match_exceptions
 from fairness_core.evaluations.honest.other_words import (
     CONDITIONAL_PARTICLES,
-    IMPERATIVE_FORMS,
     Analysis,
     Candidate,
     continues_predicate,
@@ -46,6 +45,9 @@ from fairness_core.evaluations.honest.rewriting import Variant, visible
 from fairness_core.japanese.lemma_index import LemmaSequenceIndex
 from fairness_core.japanese.morphology import Morpheme, is_katakana, kana_runs, normalize, to_hiragana
 
+#: unidic forms of an imperative verb; the bare e-form (死ね) is often tagged 仮定形, and is a conditional
+#: only before :data:`~fairness_core.evaluations.honest.other_words.CONDITIONAL_PARTICLES`.
+IMPERATIVE_FORMS = ("命令形", "仮定形")
 NAME_JOINER = "・"
 #: The noun after a ``prefix`` entry in :func:`self_check`'s frames.
 PREFIX_PROBE = "上司"

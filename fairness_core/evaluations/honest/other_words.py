@@ -40,9 +40,7 @@ from dataclasses import dataclass
 from fairness_core.evaluations.honest.lexicon import LexiconEntry
 from fairness_core.japanese.morphology import FUNCTION_POS, Morpheme, is_katakana, morpheme_spans, morphemes, normalize
 
-#: unidic forms of an imperative verb; the bare e-form (死ね) is often tagged 仮定形 ...
-IMPERATIVE_FORMS = ("命令形", "仮定形")
-#: ... and is a conditional only when one of these follows (死ねば).
+#: An imperative (死ね) is a conditional where one of these follows (死ねば).
 CONDITIONAL_PARTICLES = frozenset({"ば", "ど", "ども"})
 #: Parts of speech of a one-morpheme span that do not make it a word unidic reads: a run it could not
 #: resolve (unidic reads でぶ as the conjunction で + the symbol ぶ).
@@ -69,6 +67,7 @@ AFFIX_POS = frozenset({"接頭辞", "接尾辞"})
 MIN_CHARS_INSIDE = 2
 #: The negative auxiliary, which unidic reads in the colloquial しねー (= しない).
 NEGATIVE = "ない"
+#: What lengthens it (ねー, ねえ, ねぇ) and, once more, lengthens it further (ねーー, ねええ).
 LENGTHENINGS = frozenset("ーえぇ")
 
 
