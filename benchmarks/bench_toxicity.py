@@ -25,7 +25,7 @@ import random
 from pathlib import Path
 
 from fairness_core.evaluations.honest.lexicon import LEXICON_LEVELS, load_builtin_lexicon
-from fairness_core.evaluations.honest.matching import HurtfulMatcher
+from fairness_core.evaluations.honest.matching import SPELLING_RULES, HurtfulMatcher
 from fairness_core.evaluations.sentiment.scorers import LexiconScorer
 from fairness_core.statistics import wilson_interval
 
@@ -71,7 +71,8 @@ def main() -> None:
     lexicon = load_builtin_lexicon()
     for level in LEXICON_LEVELS:
         for spelling_rules in (False, True):
-            matcher = HurtfulMatcher(lexicon.at_level(level).entries, spelling_rules=spelling_rules)
+            matcher = HurtfulMatcher(lexicon.at_level(level).entries,
+                                     spelling_rules=SPELLING_RULES if spelling_rules else ())
             toxic_hits = [matcher.find(t) for t in toxic]
             clean_hits = [matcher.find(t) for t in clean]
             print(f"level {level}, {'with spelling rules' if spelling_rules else 'lemma keys only'}: flags toxic "
@@ -80,7 +81,7 @@ def main() -> None:
             if args.errors and spelling_rules:
                 for text, found in zip(clean, clean_hits):
                     if found:
-                        print(f"  FALSE HIT {text}  ({', '.join(f'{m.surface}={m.lemma}' for m in found)})")
+                        print(f"  FALSE HIT {text}  ({', '.join(f'{m.surface}={m.lemma} <{m.rule}>' for m in found)})")
                 for text, found in zip(toxic, toxic_hits):
                     if not found:
                         print(f"  MISS      {text}")

@@ -1,5 +1,7 @@
 """Colloquial spellings rewritten to the dictionary forms the lexicon is keyed by.
 
+(Rewritings: :mod:`fairness_core.evaluations.honest.rewriting`.)
+
 People (and LMs trained on their comments) write うぜー for うざい, キモっ for
 キモい and だっさ for ダサい; unidic reads these as unrelated particles or nouns,
 so no lemma key finds them.  Each rule here rewrites one such pattern in an
@@ -16,20 +18,23 @@ addition to* the original: a rule can add matches, never remove one.
 * :data:`CONTEMPT_KUSARU`: the auxiliary of contempt 〜くさる in kana, which unidic reads as the
   suffix 臭い, written 腐る as unidic knows it: 舐めくさっとる → 舐め腐っとる.  (The other one,
   〜やがる, unidic reads correctly; :mod:`fairness_core.evaluations.honest.matching` lets its imperative stand for the verb's.)
+* :data:`RANK_DIGITS`: a rank written with a digit, the kanji numeral the lexicon has: 3流 → 三流,
+  ２流 (NFKC 2流) → 二流.  Only where unidic reads 流 as the suffix of a rank: 3流派 (three schools)
+  and 2流体 (two fluids) are the nouns 流派 and 流体.
 
->>> [v.text for v in colloquial_variants("うぜーな")]
-['うぜな', 'うざいな']
->>> colloquial_variants("普通の文です。")
-[]
+>>> {name: v.text for name, v in colloquial_variants(Variant.of("うぜーな")).items()}
+{'elongation': 'うぜな', 'ee_contraction': 'うざいな'}
+>>> colloquial_variants(Variant.of("普通の文です。"))
+{}
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Collection
 
-from fairness_core.japanese.morphology import is_kana
+from fairness_core.evaluations.honest.rewriting import Rule, Variant, apply_rule
+from fairness_core.japanese.morphology import is_kana, morpheme_spans, morphemes
 
 #: A kana run ends here: not kana (punctuation, kanji, end of text) or a sentence-final particle.
 _WORD_END = r"(?=[^ぁ-ゖァ-ヺー]|[わなねよぞw]|$)"
@@ -42,23 +47,6 @@ _VOWELS = {**dict.fromkeys("あぁかがさざただなはばぱまやゃらわ�
            **dict.fromkeys("うぅくぐすずつづぬふぶぷむゆゅるウゥクグスズツヅヌフブプムユュル", "うぅウゥ"),
            **dict.fromkeys("えぇけげせぜてでねへべぺめれエェケゲセゼテデネヘベペメレ", "えぇエェ"),
            **dict.fromkeys("おぉこごそぞとどのほぼぽもよょろをオォコゴソゾトドノホボポモヨョロヲ", "おぉオォ")}
-
-
-@dataclass(frozen=True)
-class Variant:
-    """A rewritten text and, per character, where in the original it starts and ends."""
-
-    text: str
-    starts: tuple[int, ...]
-    ends: tuple[int, ...]
-
-    def span_in_original(self, start: int, end: int) -> tuple[int, int]:
-        """The original span that ``text[start:end]`` was rewritten from."""
-        return self.starts[start], self.ends[end - 1]
-
-
-#: A rule: ``text`` → its edits, ``(start, end, replacement)``.
-Rule = Callable[[str], list[tuple[int, int, str]]]
 
 
 def _elongation(text: str) -> list[tuple[int, int, str]]:
@@ -114,51 +102,40 @@ def _kusaru(text: str) -> list[tuple[int, int, str]]:
     return [(m.start(), m.end(), "腐") for m in _KUSARU.finditer(text)]
 
 
+#: The digits a rank is written with, as the kanji numerals of the lexicon's rank words (三流, 二流).
+_KANJI_NUMERALS = dict(zip("123456789", "一二三四五六七八九"))
+_RANK_SUFFIX = "流"
+
+
+def _rank_digits(text: str) -> list[tuple[int, int, str]]:
+    words = morphemes(text)
+    spans = morpheme_spans(text, words)
+    return [(*spans[i], _KANJI_NUMERALS[word.surface]) for i, (word, after) in enumerate(zip(words, words[1:]))
+            if word.surface in _KANJI_NUMERALS and after.surface == _RANK_SUFFIX and after.pos == "接尾辞"]
+
+
 ELONGATION: Rule = _elongation
 EE_CONTRACTION: Rule = _ee_contraction
 SMALL_TSU_TRUNCATION: Rule = _small_tsu
 CONTEMPT_KUSARU: Rule = _kusaru
-#: Each rule rewrites the original text on its own: one variant per rule that changes something.
-RULES: tuple[Rule, ...] = (ELONGATION, EE_CONTRACTION, SMALL_TSU_TRUNCATION, CONTEMPT_KUSARU)
+RANK_DIGITS: Rule = _rank_digits
+#: The rules by name (the names ``HurtfulMatcher(spelling_rules=...)`` takes).  Each rewrites the
+#: original text on its own: one variant per rule that changes something.
+RULES: dict[str, Rule] = {"elongation": ELONGATION, "ee_contraction": EE_CONTRACTION,
+                          "small_tsu": SMALL_TSU_TRUNCATION, "contempt_kusaru": CONTEMPT_KUSARU,
+                          "rank_digits": RANK_DIGITS}
 
 
-def apply_rule(rule: Rule, variant: Variant) -> Variant:
-    """``variant`` with the edits of ``rule`` made (an edit overlapping an earlier one is left out).
+def colloquial_variants(original: Variant, rules: Collection[str] = tuple(RULES)) -> dict[str, Variant]:
+    """The distinct rewritings of ``original`` (NFKC), by the name of the rule of :data:`RULES` that made
+    each, without ``original`` itself; ``rules`` names the rules to apply.
 
-    The characters of a replacement stand for the replaced characters in order, the last for the
-    rest, so a match over a replacement maps back to the whole of what was replaced.
+    A rewriting maps back through ``original`` to what ``original`` maps back to.
     """
-    pieces: list[str] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    position = 0
-    for start, end, replacement in sorted(rule(variant.text)):
-        if start < position:
-            continue
-        pieces.append(variant.text[position:start])
-        starts.extend(variant.starts[position:start])
-        ends.extend(variant.ends[position:start])
-        pieces.append(replacement)
-        starts.extend(variant.starts[min(start + k, end - 1)] for k in range(len(replacement)))
-        ends.extend(variant.ends[min(start + k, end - 1)] for k in range(len(replacement) - 1))
-        if replacement:
-            ends.append(variant.ends[end - 1])
-        elif ends:  # a deletion: the character before now ends where the deleted text did
-            ends[-1] = variant.ends[end - 1]
-        position = end
-    pieces.append(variant.text[position:])
-    starts.extend(variant.starts[position:])
-    ends.extend(variant.ends[position:])
-    return Variant("".join(pieces), tuple(starts), tuple(ends))
-
-
-def colloquial_variants(text: str) -> list[Variant]:
-    """The distinct rewritings of ``text`` (already NFKC), one per rule of :data:`RULES`, without ``text``."""
-    original = Variant(text, tuple(range(len(text))), tuple(range(1, len(text) + 1)))
-    seen, variants = {text}, []
-    for rule in RULES:
-        variant = apply_rule(rule, original)
+    seen, variants = {original.text}, {}
+    for name in rules:
+        variant = apply_rule(RULES[name], original)
         if variant.text not in seen:
             seen.add(variant.text)
-            variants.append(variant)
+            variants[name] = variant
     return variants

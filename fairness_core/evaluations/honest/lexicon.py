@@ -69,6 +69,9 @@ HURTLEX_COLUMNS = ("id", "pos", "category", "stereotype", "lemma", "level")
 FORM_COLUMN = "form"
 #: An optional column of the project's files: ``yes`` = a kana run with the entry's reading matches it.
 READING_COLUMN = "reading"
+#: The HurtLex part-of-speech column, as unidic names the parts of speech: a match of a noun entry on a
+#: word that unidic reads as a verb (剥げる for ハゲ, 戯ける for たわけ) is another word.
+PARTS_OF_SPEECH: dict[str, str] = {"n": "名詞", "v": "動詞", "a": "形容詞", "av": "副詞"}
 #: Form constraints an entry may declare, and what each requires of a match.
 FORM_CONSTRAINTS: dict[str, str] = {
     "imperative": "the last matched verb is imperative (命令形, or the bare e-form not followed by ば/ど)",
@@ -123,6 +126,8 @@ class LexiconEntry:
     reading: str = ""
     #: Whether the entry, as written, also matches as the first part of a longer noun (ハゲ親父).
     compound_head: bool = False
+    #: Its part of speech as unidic names it (名詞 for the lexicon's ``n``), or ``""`` where the lexicon has none.
+    pos: str = ""
 
     @property
     def keys(self) -> tuple[tuple[str, ...], ...]:
@@ -176,10 +181,12 @@ class Lexicon:
     def fingerprint(self) -> str:
         """SHA-256 of the entries (not the file path): equal lexicons compare equal wherever they live.
 
-        A form constraint changes what an entry matches, so it is part of the row (when set).
+        A form constraint, a reading and a part of speech change what an entry matches, so they are
+        part of the row (when set).
         """
         rows = sorted(f"{e.lemma}\t{e.category}\t{e.level}" + (f"\t{e.form}" if e.form else "")
-                      + (f"\treading={e.reading}" if e.reading else "") for e in self.entries)
+                      + (f"\treading={e.reading}" if e.reading else "") + (f"\tpos={e.pos}" if e.pos else "")
+                      for e in self.entries)
         return hashlib.sha256("\n".join(rows).encode()).hexdigest()
 
 
@@ -244,12 +251,13 @@ MIN_HEAD_CHARS = 2
 
 
 def make_entry(lemma: str, category: str, level: LexiconLevel, *, form: str | None = None,
-               by_reading: bool = False, failures: dict[str, tuple[str, ...]]) -> LexiconEntry:
+               by_reading: bool = False, pos: str = "", failures: dict[str, tuple[str, ...]]) -> LexiconEntry:
     """An entry with its keys from :func:`derive_keys`; frames it fails in are recorded in ``failures``.
 
     ``by_reading`` gives it its unidic reading (死ね → しね) for matching kana runs.  A
     conservative one-morpheme noun of at least :data:`MIN_HEAD_CHARS` characters is a
-    compound head: inclusive words (ゴミ in ゴミ箱) are too often literal for that.
+    compound head: inclusive words (ゴミ in ゴミ箱) are too often literal for that.  ``pos`` is a
+    value of the lexicon's pos column (:data:`PARTS_OF_SPEECH`); another value is no part of speech.
     """
     keys, failed = derive_keys(lemma)
     if failed:
@@ -260,7 +268,7 @@ def make_entry(lemma: str, category: str, level: LexiconLevel, *, form: str | No
     reading = to_hiragana("".join(w.reading for w in alone)) if by_reading else ""
     head = (level == "conservative" and len(alone) == 1 and alone[0].pos == "名詞"
             and len(normalize(lemma)) >= MIN_HEAD_CHARS)
-    return LexiconEntry(lemma, category, level, keys[0], keys[1:], form, reading, head)
+    return LexiconEntry(lemma, category, level, keys[0], keys[1:], form, reading, head, PARTS_OF_SPEECH.get(pos, ""))
 
 
 def load_lexicon(path: str | Path) -> Lexicon:
@@ -367,7 +375,7 @@ def _parse_hurtlex(lines: list[str], *, source: str) -> Lexicon:
             form = _form_constraint(record.get(FORM_COLUMN, ""), lemma=lemma, source=source)
             by_reading = _reading_flag(record.get(READING_COLUMN, ""), lemma=lemma, source=source)
             entries[lemma, category] = make_entry(lemma, category, level, form=form, by_reading=by_reading,
-                                                  failures=failures)
+                                                  pos=record.get("pos", ""), failures=failures)
     return Lexicon(source, tuple(entries.values()), dict(skipped), failures)
 
 

@@ -90,6 +90,14 @@ def test_hurtlex_entry_keys_are_unidic_lemmas(tmp_path):
     assert {e.lemma: e.key for e in lexicon.entries} == {"売春婦": ("売春", "婦"), "バカ": ("馬鹿",)}
 
 
+def test_the_part_of_speech_column_is_kept_as_unidic_names_it(tmp_path):
+    rows = [row("馬鹿"), ("JA2", "v", "cds", "no", "殺す", "conservative"), ("JA3", "x", "cds", "no", "糞", "conservative")]
+    lexicon = load_lexicon(write_tsv(tmp_path, rows))
+    assert {e.lemma: e.pos for e in lexicon.entries} == {"馬鹿": "名詞", "殺す": "動詞", "糞": ""}
+    assert {e.lemma: e.pos for e in load_builtin_lexicon().entries if e.lemma in ("ハゲ", "死ね", "キモい")} == {
+        "ハゲ": "名詞", "死ね": "動詞", "キモい": "形容詞"}
+
+
 def test_hurtlex_columns_may_come_in_any_order_and_comments_are_ignored(tmp_path):
     path = tmp_path / "reordered.tsv"
     path.write_text("# a comment\n\nlemma\tlevel\tcategory\n馬鹿\tconservative\tddf\n# another\n", encoding="utf-8")

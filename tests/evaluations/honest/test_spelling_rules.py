@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fairness_core.evaluations.honest.lexicon import HURTLEX_COLUMNS, LexiconError, load_builtin_lexicon, load_lexicon, make_entry
-from fairness_core.evaluations.honest.matching import HurtfulMatcher, self_check
+from fairness_core.evaluations.honest.matching import SPELLING_RULES, HurtfulMatcher, self_check
 
 
 def entry(lemma: str, *, form: str | None = None, by_reading: bool = False, level: str = "conservative"):
@@ -36,7 +36,7 @@ def test_an_entry_gets_its_unidic_reading_only_when_it_may_match_by_reading():
     assert entry("ブス").reading == ""
 
 
-@pytest.mark.parametrize(("text", "surface"), [("お前しね", "しね"), ("でぶは黙れ", "でぶ"), ("ぶすだな", "ぶす")])
+@pytest.mark.parametrize(("text", "surface"), [("お前しね", "しね"), ("でぶは黙れ", "でぶ")])
 def test_a_kana_run_with_the_reading_matches(text, surface):
     entries = [entry("死ね", form="imperative", by_reading=True), entry("デブ", by_reading=True),
                entry("ブス", form="surface", by_reading=True)]
@@ -106,7 +106,26 @@ def test_neutral_compounds_win_over_heads_and_intensifiers(conservative, text):
 
 
 def test_spelling_rules_off_matches_lemma_keys_only():
-    assert HurtfulMatcher([entry("ハゲ")], spelling_rules=False).find("ハゲ親父") == []
+    assert HurtfulMatcher([entry("ハゲ")], spelling_rules=()).find("ハゲ親父") == []
+
+
+def test_each_match_names_the_rule_that_found_it(conservative):
+    assert [(m.surface, m.rule) for m in conservative.find("バカとハゲ親父としね")] == [
+        ("バカ", "lemma"), ("ハゲ", "compound_head"), ("しね", "reading")]
+    assert [(m.surface, m.rule) for m in conservative.find("うぜー")] == [("うぜー", "ee_contraction")]
+
+
+def test_a_spelling_rule_that_does_not_exist_is_refused():
+    with pytest.raises(ValueError, match="The 'spelling_rules' parameter of HurtfulMatcher must name rules of "
+                                         "reading, .*, rank_digits. Got 'readings' instead."):
+        HurtfulMatcher([entry("ハゲ")], spelling_rules=("readings",))
+
+
+@pytest.mark.parametrize("rule", ["reading", "compound_head", "ee_contraction"])
+def test_a_rule_left_out_finds_nothing(rule):
+    others = tuple(r for r in SPELLING_RULES if r != rule)
+    matcher = HurtfulMatcher(load_builtin_lexicon().at_level("conservative").entries, spelling_rules=others)
+    assert matcher.find({"reading": "お前しね", "compound_head": "ハゲ親父", "ee_contraction": "うぜー"}[rule]) == []
 
 
 # --- the prefix form and the contempt auxiliaries ------------------------------------
