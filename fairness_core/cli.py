@@ -146,6 +146,8 @@ def _generate(setup: AuditSetup, values: dict) -> int:
     index, count = values["shard"]
     print(f"{values['output']}: {written} completions (shard {index}/{count}, backend {options.backend}, "
           f"seed {options.settings.seed})")
+    for line in getattr(backend, "summary_lines", list)():
+        print(line, file=sys.stderr)
     return 0
 
 

@@ -164,7 +164,8 @@ class CachedBackend:
         return dict(getattr(self.inner, "usage", {}))
 
     def summary_lines(self) -> list[str]:
-        """What the run's terminal summary should say about the cache: each rejected or unstored entry, once."""
+        """What the run's terminal summary should say about the cache (each rejected or unstored entry, once),
+        then what the wrapped backend says of itself."""
         lines = []
         if self.rejected:
             lines.append(f"generation cache: {_entries(len(self.rejected))} failed the integrity check, "
@@ -173,7 +174,7 @@ class CachedBackend:
         if self.not_stored:
             lines.append(f"generation cache: {_entries(len(self.not_stored))} generated but not stored:")
             lines += [f"  {line}" for line in self.not_stored]
-        return lines
+        return lines + list(getattr(self.inner, "summary_lines", list)())
 
     def _read(self, path: Path, expected: int) -> list[Completion] | None:
         """The entry's completions, or ``None`` when absent or untrustworthy (then it is regenerated)."""

@@ -70,7 +70,7 @@ import httpx
 
 from fairness_core.backends.base import BackendSettings, Completion, GenerationError, Request, request_seed
 from fairness_core.backends.cache import default_cache_dir
-from fairness_core.backends.journal import Journal
+from fairness_core.backends.journal import Journal, journal_notes
 from fairness_core.backends.token_ids import encode_prompt
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.errors import AuditUsageError
@@ -216,7 +216,8 @@ class OpenAIBackend:
     """Seeded completions from an OpenAI-compatible server; see the module docstring.
 
     ``usage`` counts requests sent, retries, samples resumed from the journal
-    and tokens, for the report's provenance.
+    and tokens, for the report's provenance; ``notes`` what the run's summary
+    should say (:meth:`summary_lines`).
     """
 
     def __init__(self, settings: ClientSettings, *, api_key: str | None = None):
@@ -224,6 +225,7 @@ class OpenAIBackend:
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._jitter = random.Random()
         self.usage = {"requests": 0, "retries": 0, "resumed": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        self.notes: list[str] = []
         self._tokenizer = None  # set by _connect when the server takes token ids
         model_root, self.system_fingerprint, self.request_format, prompts = asyncio.run(self._connect())
         self.description = {"backend": "openai", "model": settings.model, "base_url": settings.base_url,
@@ -236,6 +238,10 @@ class OpenAIBackend:
             "neutral_fields": json.dumps(dict(NEUTRAL_FIELDS), sort_keys=True) if self.request_format == "openai" else "",
             "seed": str(settings.seed), "client": CLIENT_REVISION, "prompts": prompts,
         }
+
+    def summary_lines(self) -> list[str]:
+        """What the run's summary should say about this backend: a journal not kept."""
+        return list(self.notes)
 
     def _client(self) -> httpx.AsyncClient:
         limits = httpx.Limits(max_connections=self.settings.concurrency,
@@ -392,36 +398,42 @@ class OpenAIBackend:
         pending = [i for i, completion in enumerate(results) if completion is None]
         self.usage["resumed"] += len(requests) - len(pending)
         if pending:
-            asyncio.run(self._generate_pending(requests, pending, results, protocol, journal))
+            with journal.writing():
+                try:
+                    asyncio.run(self._generate_pending(requests, pending, results, protocol, journal))
+                finally:
+                    journal_notes(journal, self.notes)
         return results  # type: ignore[return-value]
 
     async def _generate_pending(self, requests, pending, results, protocol, journal: Journal) -> None:
         started = time.monotonic()
         queue = iter(pending)  # shared by the workers: each index is taken exactly once
 
-        async def worker(client, file):
+        async def worker(client):
             for index in queue:
                 request = requests[index]
                 seed = request_seed(self.settings.seed, request.prompt, request.sample_index)
                 results[index] = await self._complete(client, request, seed, protocol)
-                journal.append(file, request, seed, results[index])
+                journal.append(request, seed, results[index])
 
-        with journal.open() as file:
-            async with self._client() as client:
-                workers = [asyncio.ensure_future(worker(client, file))
-                           for _ in range(min(self.settings.concurrency, len(pending)))]
-                try:
-                    await asyncio.wait_for(asyncio.gather(*workers), timeout=self.settings.deadline)
-                except asyncio.TimeoutError:
-                    missing = sum(results[i] is None for i in pending)
-                    raise GenerationError(
-                        f"--deadline={self.settings.deadline:g} s passed after {time.monotonic() - started:.0f} s "
-                        f"with {missing} of {len(requests)} completions missing; the {len(pending) - missing} "
-                        f"received are kept in {journal.path}: run again to resume.") from None
-                finally:
-                    for task in workers:
-                        task.cancel()
-                    await asyncio.gather(*workers, return_exceptions=True)
+        async with self._client() as client:
+            workers = [asyncio.ensure_future(worker(client)) for _ in range(min(self.settings.concurrency, len(pending)))]
+            try:
+                await asyncio.wait_for(asyncio.gather(*workers), timeout=self.settings.deadline)
+            except asyncio.TimeoutError:
+                missing = sum(results[i] is None for i in pending)
+                received = len(pending) - missing
+                if journal.not_kept:
+                    kept = f"the {received} received are not kept ({journal.not_kept})"
+                else:
+                    kept = f"the {received} received are kept in {journal.path}: run again to resume"
+                raise GenerationError(
+                    f"--deadline={self.settings.deadline:g} s passed after {time.monotonic() - started:.0f} s "
+                    f"with {missing} of {len(requests)} completions missing; {kept}.") from None
+            finally:
+                for task in workers:
+                    task.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
 
 
 def local_tokenizer(candidates: Sequence[str | None]):

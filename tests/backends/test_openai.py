@@ -5,6 +5,7 @@ Every server listens on 127.0.0.1 on a free port and is stopped by the test that
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -164,3 +165,17 @@ def test_server_killed_mid_run_then_restarted_resumes(connect):
     assert [c.text for c in completions] == expected_texts(requests)
     assert 5 <= resumed.usage["resumed"] < len(requests)
     assert resumed.usage["requests"] == 1 + len(requests) - resumed.usage["resumed"]
+
+
+# --- the journal: only where one is asked for, and never a crash ------------------------------------------------
+
+def test_a_journal_folder_that_cannot_be_written_is_said_once_and_the_samples_still_come(
+        server, connect, tmp_path, make_read_only):
+    (tmp_path / "read-only").mkdir()
+    make_read_only(tmp_path / "read-only")
+    backend = connect(server.base_url, journal_dir=tmp_path / "read-only" / "journals")
+    for protocol in (PROTOCOL, PROTOCOL.model_copy(update={"max_new_tokens": 5})):
+        assert [c.text for c in backend.generate(REQUESTS, protocol)] == expected_texts(REQUESTS)
+    [note] = backend.summary_lines()
+    assert re.fullmatch(r"generation journal: .*read-only/journals cannot be written \(.+\); finished samples are not "
+                        r"journalled, so an interrupted run generates them again", note), note
