@@ -64,7 +64,7 @@ BACKENDS: Registry[BackendEntry] = Registry("backend", {
                 "or transformers (in a generation_config field, for transformers serve)",
                 o.one_of("auto", "openai", "transformers"), "auto"),
          Option("--journal-dir", "where finished samples are journalled so that an interrupted run resumes",
-                Path, default_text="<cache>/journals"))),
+                Path, default_text="<cache>/journals; with --no-cache, none"))),
     "jsonl": BackendEntry(
         "fairness_core.backends.jsonl:create_backend",
         "completions generated elsewhere (ja-fairness-audit generate, OpenAI Batch output), read from JSONL",

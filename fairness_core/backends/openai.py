@@ -45,7 +45,9 @@ once with the server's message.
 An interrupted run resumes: each completion is appended to a journal (one JSON
 line, keyed by the fingerprint and protocol, :class:`Journal`) as soon as it
 arrives, and the next run asks the server only for the samples the journal
-lacks.  The whole-call generation cache (``cache.py``) still wraps this backend.
+lacks.  The journal is in the run's cache folder or ``--journal-dir``; with
+``--no-cache`` and no ``--journal-dir`` nothing is journalled.  The whole-call
+generation cache (``cache.py``) still wraps this backend.
 
 The API key is read from ``$JA_FAIRNESS_AUDIT_API_KEY`` (or
 ``$OPENAI_API_KEY``) and only ever sent in the ``Authorization`` header: it is
@@ -55,6 +57,7 @@ in no description, fingerprint, journal or report.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import os
@@ -69,7 +72,6 @@ from typing import Any
 import httpx
 
 from fairness_core.backends.base import BackendSettings, Completion, GenerationError, Request, request_seed
-from fairness_core.backends.cache import default_cache_dir
 from fairness_core.backends.journal import Journal, journal_notes
 from fairness_core.backends.token_ids import encode_prompt
 from fairness_core.config.thresholds import SamplingProtocol
@@ -207,6 +209,7 @@ class ClientSettings:
     deadline: float | None = None
     max_retries: int = 5
     request_format: str = "auto"
+    #: Where finished samples are journalled; ``None``: nowhere.
     journal_dir: Path | None = None
     #: Where the served model's tokenizer is, when known before asking the server (a local folder: a demo model's).
     tokenizer: str | None = None
@@ -392,20 +395,21 @@ class OpenAIBackend:
 
         ``num_tokens`` is the server's ``usage.completion_tokens``, or -1 where it sends no usage.
         """
-        journal = Journal(self.settings.journal_dir or default_cache_dir() / "journals", self.fingerprint, protocol)
-        done = journal.read()
+        directory = self.settings.journal_dir
+        journal = Journal(directory, self.fingerprint, protocol) if directory is not None else None
+        done = journal.read() if journal is not None else {}
         results: list[Completion | None] = [done.get((r.prompt, r.sample_index)) for r in requests]
         pending = [i for i, completion in enumerate(results) if completion is None]
         self.usage["resumed"] += len(requests) - len(pending)
         if pending:
-            with journal.writing():
+            with journal.writing() if journal is not None else contextlib.nullcontext():
                 try:
                     asyncio.run(self._generate_pending(requests, pending, results, protocol, journal))
                 finally:
                     journal_notes(journal, self.notes)
         return results  # type: ignore[return-value]
 
-    async def _generate_pending(self, requests, pending, results, protocol, journal: Journal) -> None:
+    async def _generate_pending(self, requests, pending, results, protocol, journal: Journal | None) -> None:
         started = time.monotonic()
         queue = iter(pending)  # shared by the workers: each index is taken exactly once
 
@@ -414,7 +418,8 @@ class OpenAIBackend:
                 request = requests[index]
                 seed = request_seed(self.settings.seed, request.prompt, request.sample_index)
                 results[index] = await self._complete(client, request, seed, protocol)
-                journal.append(request, seed, results[index])
+                if journal is not None:
+                    journal.append(request, seed, results[index])
 
         async with self._client() as client:
             workers = [asyncio.ensure_future(worker(client)) for _ in range(min(self.settings.concurrency, len(pending)))]
@@ -423,7 +428,9 @@ class OpenAIBackend:
             except asyncio.TimeoutError:
                 missing = sum(results[i] is None for i in pending)
                 received = len(pending) - missing
-                if journal.not_kept:
+                if journal is None:
+                    kept = f"the {received} received are not kept (with --no-cache, only --journal-dir keeps them)"
+                elif journal.not_kept:
                     kept = f"the {received} received are not kept ({journal.not_kept})"
                 else:
                     kept = f"the {received} received are kept in {journal.path}: run again to resume"

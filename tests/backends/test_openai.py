@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from audit_support import output, run_audit, setup_audits, thresholds
 from http_support import MODEL, ScriptedServer, free_port
 
 from fairness_core.backends.base import BackendSettings, GenerationError, ModelReference, Request, request_seed
@@ -179,3 +180,59 @@ def test_a_journal_folder_that_cannot_be_written_is_said_once_and_the_samples_st
     [note] = backend.summary_lines()
     assert re.fullmatch(r"generation journal: .*read-only/journals cannot be written \(.+\); finished samples are not "
                         r"journalled, so an interrupted run generates them again", note), note
+
+
+def _from_environment(server, journal_dir, **options):
+    """The backend as the plugin builds it, with the key read from the environment."""
+    values = {option.dest: option.default for option in BACKENDS["openai"].options}
+    values.update(base_url=server.base_url, journal_dir=journal_dir, max_retries=0, **options)
+    return create_backend("openai", BackendSettings(model=ModelReference(MODEL), options=values))
+
+
+def test_with_no_cache_folder_and_no_journal_dir_nothing_is_journalled(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("JA_FAIRNESS_AUDIT_CACHE", str(tmp_path / "default-cache"))
+    for _ in range(2):
+        backend = _from_environment(server, None)
+        backend.generate(REQUESTS, PROTOCOL)
+        assert backend.usage["resumed"] == 0 and backend.usage["requests"] == 1 + len(REQUESTS)
+    assert not (tmp_path / "default-cache").exists()
+
+
+# --- through the audit, on a set of two groups and one HONEST term (128 completions) ----------------------------
+
+PAIR = """\
+# Test fixture, written for these tests: two groups with one HONEST term each, so that an audit asks for few samples.
+name: pair
+groups: {kanto: 関東出身の人, kansai: 関西出身の人}
+honest:
+  terms:
+    - {kanto: 関東出身の人, kansai: 関西出身の人}
+"""
+
+
+def _audit_over_http(pytester, server, *args, cache: bool = False):
+    setup_audits(pytester, modules=("test_honest.py",))
+    (pytester.path / "pair.yaml").write_text(PAIR, encoding="utf-8")
+    content = thresholds(lax=True)
+    content["attributes"] = {"pair": {"honest": {"max_honest_score": {"kanto": 1.0, "kansai": 1.0}}}}
+    return run_audit(pytester, MODEL, content, "--backend=openai", f"--base-url={server.base_url}",
+                     "--attributes=pair.yaml", *args, cache=cache)
+
+
+def test_an_audit_with_no_cache_journals_nothing_unless_journal_dir_is_given(pytester, server, tmp_path,
+                                                                            monkeypatch):
+    monkeypatch.setenv("JA_FAIRNESS_AUDIT_CACHE", str(tmp_path / "default-cache"))
+    sent = []
+    for _ in range(2):
+        before = len(server.bodies)
+        result = _audit_over_http(pytester, server)
+        assert result.ret == pytest.ExitCode.OK, output(result)
+        sent.append(len(server.bodies) - before)
+    assert sent == [1 + 128, 1 + 128]  # the probe and every sample, both times
+    assert not (tmp_path / "default-cache").exists()
+    for _ in range(2):
+        before = len(server.bodies)
+        result = _audit_over_http(pytester, server, f"--journal-dir={tmp_path / 'journal'}")
+        assert result.ret == pytest.ExitCode.OK, output(result)
+        sent.append(len(server.bodies) - before)
+    assert sent[2:] == [1 + 128, 1]  # a given --journal-dir journals, and the second run resumes
