@@ -12,6 +12,8 @@ normally it works through ``faults``, one per request, in order:
 * ``"raw:<body>"``: a 200 whose body is ``<body>`` as it is (``raw:[]``, ``raw:null``, ...);
 * ``"401"``: 401, as a server that wants an API key.
 
+``text_suffix`` is appended to every completion text.
+
 ``models_status`` (default 200) is the status ``GET /v1/models`` answers, and
 ``models_delay_s`` how long it waits first (a server that takes the connection
 and never answers).
@@ -152,6 +154,7 @@ class ScriptedServer(ServedInThread, ThreadingHTTPServer):
         super().__init__(("127.0.0.1", port), Handler)
         self.faults = list(faults)
         self.slow_s = slow_s
+        self.text_suffix = ""
         self.crash_after = crash_after
         self.bodies: list[dict] = []
         self.headers_seen: list[dict] = []
@@ -208,7 +211,7 @@ class Handler(BaseHTTPRequestHandler):
             self.server.bodies.append(body)
             self.server.headers_seen.append(dict(self.headers))
         fault = self.server.next_fault()
-        text = f"<{body['seed']}>"
+        text = f"<{body['seed']}>{self.server.text_suffix}"
         try:
             if fault == "slow":
                 time.sleep(self.server.slow_s)

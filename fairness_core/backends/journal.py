@@ -23,6 +23,26 @@ from typing import TextIO
 from fairness_core.backends.base import Completion, Request
 from fairness_core.config.thresholds import SamplingProtocol
 
+#: Characters that ``str.splitlines`` takes for line ends besides ``\n``: written escaped, so one line is one row.
+LINE_SEPARATORS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"}
+
+
+def json_line(row: object, *, sort_keys: bool = False) -> str:
+    """``row`` as one JSON line: UTF-8 text kept readable, but no character that any reader takes for a line end.
+
+    >>> json_line({"text": "母は\\u2028医者"})
+    '{"text": "母は\\\\u2028医者"}'
+    """
+    text = json.dumps(row, ensure_ascii=False, sort_keys=sort_keys)
+    for character, escaped in LINE_SEPARATORS.items():
+        text = text.replace(character, escaped)
+    return text
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of a JSONL text, split on ``\\n`` only (``\\r`` before it is JSON whitespace)."""
+    return text.split("\n")
+
 
 class Journal:
     """Completions appended one JSON line each as they arrive, so that an interrupted run can resume.
@@ -44,7 +64,7 @@ class Journal:
     def read(self) -> dict[tuple[str, int], Completion]:
         done: dict[tuple[str, int], Completion] = {}
         try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
+            lines = split_lines(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return done
         for line in lines:
@@ -77,7 +97,7 @@ class Journal:
             return
         row = {"prompt": request.prompt, "sample_index": request.sample_index, "seed": seed, **asdict(completion)}
         try:
-            self._file.write(json.dumps(row, ensure_ascii=False) + "\n")
+            self._file.write(json_line(row) + "\n")
             self._file.flush()
         except OSError as err:
             self._give_up(err)

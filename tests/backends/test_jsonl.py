@@ -233,3 +233,32 @@ def test_audit_of_generated_shards_equals_the_in_process_audit(pytester, tmp_pat
     assert a["metrics"] == b["metrics"]
     assert a["completions"] == b["completions"]
     assert b["provenance"]["model"]["backend"] == "jsonl"
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\u0085"], ids=["U+2028", "U+2029", "U+0085"])
+def test_a_completion_holding_a_line_separator_survives_generate_the_journal_and_the_jsonl_backend(
+        small_plan, tmp_path, separator):
+    """str.splitlines() ends a line at U+2028, U+2029 and U+0085: they are written escaped and read as text."""
+    plan, = small_plan(load_thresholds(REPO / "thresholds.yaml"))
+    with ScriptedServer() as server:
+        server.text_suffix = f"前{separator}後"
+        runs = []
+        for name in ("first", "resumed"):  # the second run takes every sample from the first run's journal
+            before = len(server.bodies)
+            assert cli.main(["generate", f"--model={MODEL}", "--backend=openai", f"--base-url={server.base_url}",
+                             f"--thresholds={REPO / 'thresholds.yaml'}", "--no-cache",
+                             f"--journal-dir={tmp_path / 'journal'}", f"--output={tmp_path / f'{name}.jsonl'}"]) == 0
+            runs.append(len(server.bodies) - before)
+    assert runs == [1 + len(plan.requests()), 1]
+    written = (tmp_path / "first.jsonl").read_text(encoding="utf-8")
+    assert separator not in written and len(written.splitlines()) == 1 + len(plan.requests())
+    journal, = (tmp_path / "journal").iterdir()
+    assert separator not in journal.read_text(encoding="utf-8")
+    raw = tmp_path / "raw" / "written-by-another-tool.jsonl"  # the same lines with the character kept raw
+    raw.parent.mkdir()
+    raw.write_text(written.replace(f"\\u{ord(separator):04x}", separator), encoding="utf-8")
+    assert separator in raw.read_text(encoding="utf-8")
+    for path in (tmp_path / "first.jsonl", tmp_path / "resumed.jsonl", raw):
+        backend = create_backend("jsonl", BackendSettings(model=ModelReference(MODEL), options={"completions": str(path)}))
+        texts = [c.text for c in backend.generate(plan.requests(), plan.protocol)]
+        assert all(text.endswith(f"前{separator}後") for text in texts), texts[:2]
