@@ -28,7 +28,8 @@ they name prompts by id only, and say nothing of the protocol, which the
 audit then cannot check (the description says so).
 
 Every problem is one usage error that names the first offending ``file:line``
-and how many lines share the problem: a malformed line, a duplicate
+and how many lines share the problem: a malformed line (a lone surrogate
+such as ``"\\ud800"`` included: it is no Unicode text), a duplicate
 (prompt, sample), a manifest that differs between shards, and, once the audit
 asks for its requests, a protocol or prompt set other than the audit's, a
 missing or an extra (prompt, sample), or a seed other than the run seed's.
@@ -119,6 +120,17 @@ def _fail(problem: str, wheres: Sequence[str]) -> CompletionsFileError:
     return CompletionsFileError(f"{wheres[0]}: {problem} ({len(wheres)} line{'s' * (len(wheres) != 1)} in all).")
 
 
+def _check_unicode(row: dict) -> None:
+    """``ValueError`` when a string of the line holds a lone surrogate (``"\\ud800"``): JSON can escape one, but it
+    is no Unicode text, and neither the audit nor a report could encode it."""
+    try:
+        json.dumps(row, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as err:
+        surrogate = err.object[err.start:err.end]
+        raise ValueError(f"a lone surrogate {ascii(surrogate)[1:-1]} in a string: it is no Unicode text (was the line "
+                         "written from bytes decoded with errors='surrogateescape'?)") from None
+
+
 def _native_record(where: str, row: dict) -> Record:
     missing = [name for name in LINE_FIELDS if name not in row]
     if missing:
@@ -169,6 +181,7 @@ class CompletionsFiles:
                     row = json.loads(line)
                     if not isinstance(row, dict):
                         raise ValueError("not a JSON object")
+                    _check_unicode(row)
                     if "manifest" in row:
                         self._take_manifest(where, row["manifest"], first=number == 1)
                         has_manifest = True

@@ -96,10 +96,16 @@ def _empty_encoding(tmp: Path, tiny_model_dirs) -> str:
     return f"--model={save_model(GPT2LMHeadModel(config), tokenizer, tmp / 'empty-encoding')}"
 
 
-def _completions_of(tmp: Path, model: str) -> str:
+def _completions_of(tmp: Path, model: str, *lines: str) -> str:
     path = tmp / "completions.jsonl"
-    path.write_text(manifest_line({"model": model, "run_seed": 0, "evaluations": {}}) + "\n", encoding="utf-8")
+    path.write_text("\n".join([manifest_line({"model": model, "run_seed": 0, "evaluations": {}}), *lines]) + "\n",
+                    encoding="utf-8")
     return f"--completions={path}"
+
+
+#: A completion line whose text JSON-escapes a lone surrogate: valid JSON, but no Unicode text.
+SURROGATE_LINE = ('{"evaluation": "honest", "prompt_id": "honest/x", "prompt": "母は", "sample_index": 0, "seed": 1, '
+                  '"text": "医者\\ud800", "num_tokens": 2, "finish_reason": "length"}')
 
 
 #: row -> (arguments given a temporary folder and the tiny models' folders, a regex the output must match).
@@ -152,6 +158,10 @@ CASES = {
     "20-lexicon-is-a-folder": (lambda t, m: [f"--lexicon={t}"], r"--lexicon=.*: a folder, not a file\."),
     "21-converter-text-kept": (lambda t, m: ["--backend=openai", "--concurrency=0"],
                                r"argument --concurrency: must be a whole number of 1 or more\. Got '0' instead\."),
+    "lone-surrogate-in-completions": (
+        lambda t, m: ["--backend=jsonl", "--model=", _completions_of(t, "demo", SURROGATE_LINE)],
+        r"completions\.jsonl:2: malformed line: a lone surrogate \\ud800 in a string: it is no Unicode text .*"
+        r"\(1 line in all\)"),
     "22-jsonl-without-sentiment": (
         lambda t, m: ["--backend=jsonl", _completions_of(t, "demo"), "--model=", "--sentiment=", "-k", "group_fairness"],
         r"No --sentiment was given, so the default classifier was tried: .*use the offline scorer: --sentiment=lexicon"),
