@@ -6,6 +6,7 @@ with, and records every request body and its headers.  Before answering
 normally it works through ``faults``, one per request, in order:
 
 * ``"slow"``: sleep ``slow_s`` seconds before answering (the client's timeout fires first);
+* ``"trickle"``: a 200 whose body comes one byte every ``trickle_s`` seconds (no single read times out);
 * ``"429"``: 429 with ``Retry-After: 1``; ``"500"``: 500; ``"400"``: 400 with a message;
 * ``"truncated"``: a 200 whose body stops half way, then the connection closes;
 * ``"two_choices"``, ``"bad_finish"``, ``"too_long"``: a 200 that breaks the protocol;
@@ -154,6 +155,7 @@ class ScriptedServer(ServedInThread, ThreadingHTTPServer):
         super().__init__(("127.0.0.1", port), Handler)
         self.faults = list(faults)
         self.slow_s = slow_s
+        self.trickle_s = 0.2
         self.text_suffix = ""
         self.crash_after = crash_after
         self.bodies: list[dict] = []
@@ -217,6 +219,8 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(self.server.slow_s)
             if fault == "429":
                 self._send(429, b'{"error": {"message": "rate limited"}}', {"Retry-After": "1"})
+            elif fault == "trickle":
+                self._trickle(completion_body(text))
             elif fault == "500":
                 self._send(500, b'{"error": {"message": "internal error"}}')
             elif fault == "401":
@@ -242,6 +246,17 @@ class Handler(BaseHTTPRequestHandler):
                 self._count_completion()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up on a slow answer: that is the point of the test
+
+    def _trickle(self, body: bytes) -> None:
+        """Headers at once, then the body one byte at a time: every read gets data well within any read timeout."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        for byte in body:
+            self.wfile.write(bytes([byte]))
+            self.wfile.flush()
+            time.sleep(self.server.trickle_s)
 
     def _count_completion(self) -> None:
         with self.server.lock:

@@ -37,10 +37,12 @@ The client is ``httpx`` on ``asyncio``: one thread keeps ``--concurrency``
 requests in flight over pooled keep-alive connections at a small CPU cost
 (``benchmarks/bench_http.py``), with per-request timeouts, and its exception
 hierarchy (``TransportError`` for refused connections, timeouts and cut
-bodies) maps directly onto "retry or not".  Retries (exponential backoff with
-full jitter, or the server's ``Retry-After``) happen only on connection
-errors, unreadable bodies, 408, 429 and 5xx; any other 4xx ends the run at
-once with the server's message.
+bodies) maps directly onto "retry or not".  ``--request-timeout`` bounds each
+request as a whole (httpx's own timeouts bound each read, so a server that
+trickles bytes would never trip them).  Retries (exponential backoff with full
+jitter, or the server's ``Retry-After``) happen only on connection errors,
+unreadable bodies, 408, 429 and 5xx; any other 4xx ends the run at once with
+the server's message.
 
 An interrupted run resumes: each completion is appended to a journal (one JSON
 line, keyed by the fingerprint and protocol, :class:`Journal`) as soon as it
@@ -258,8 +260,8 @@ class OpenAIBackend:
         s = self.settings
         async with self._client() as client:
             try:
-                response = await client.get("/models")
-            except httpx.TimeoutException:
+                response = await asyncio.wait_for(client.get("/models"), timeout=s.request_timeout)
+            except (httpx.TimeoutException, asyncio.TimeoutError):
                 raise ServerError(f"--base-url={s.base_url}: the server did not answer GET /models within "
                                   f"--request-timeout={s.request_timeout:g} s.") from None
             except httpx.TransportError as err:
@@ -340,7 +342,8 @@ class OpenAIBackend:
             wait = None
             try:
                 self.usage["requests"] += 1
-                response = await client.post("/completions", json=body)
+                response = await asyncio.wait_for(client.post("/completions", json=body),
+                                                  timeout=self.settings.request_timeout)
                 if response.status_code == 200:
                     # a cut or garbled body is a transient failure, like a dropped connection
                     return response, completion_answer(response)
@@ -348,7 +351,7 @@ class OpenAIBackend:
                 if response.status_code not in (408, 429) and response.status_code < 500:
                     return response, None
                 wait = retry_after_seconds(response)
-            except httpx.TimeoutException:
+            except (httpx.TimeoutException, asyncio.TimeoutError):
                 problem = f"no answer within --request-timeout={self.settings.request_timeout:g} s"
             except (httpx.TransportError, ValueError) as err:
                 problem = f"{type(err).__name__}: {err}"

@@ -236,3 +236,15 @@ def test_an_audit_with_no_cache_journals_nothing_unless_journal_dir_is_given(pyt
         assert result.ret == pytest.ExitCode.OK, output(result)
         sent.append(len(server.bodies) - before)
     assert sent[2:] == [1 + 128, 1]  # a given --journal-dir journals, and the second run resumes
+
+
+# --- time limits: a whole request, the deadline over the probe, waits the server asks for --------------------
+
+def test_request_timeout_bounds_a_whole_request_of_a_server_that_trickles(server, connect):
+    """One byte every 0.2 s: no single read waits 1 s, yet the request is cut at --request-timeout=1."""
+    backend = connect(server.base_url, request_timeout=1.0, max_retries=0)
+    server.faults = ["trickle"]
+    started = time.monotonic()
+    with pytest.raises(GenerationError, match=r"failed after 1 attempts .*no answer within --request-timeout=1 s"):
+        backend.generate(REQUESTS[:1], PROTOCOL)
+    assert time.monotonic() - started < 5
