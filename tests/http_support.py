@@ -7,7 +7,8 @@ normally it works through ``faults``, one per request, in order:
 
 * ``"slow"``: sleep ``slow_s`` seconds before answering (the client's timeout fires first);
 * ``"trickle"``: a 200 whose body comes one byte every ``trickle_s`` seconds (no single read times out);
-* ``"429"``: 429 with ``Retry-After: 1``; ``"500"``: 500; ``"400"``: 400 with a message;
+* ``"429"``: 429 with ``Retry-After: 1``; ``"429:<seconds>"``: with ``Retry-After: <seconds>``;
+  ``"500"``: 500; ``"400"``: 400 with a message;
 * ``"truncated"``: a 200 whose body stops half way, then the connection closes;
 * ``"two_choices"``, ``"bad_finish"``, ``"too_long"``: a 200 that breaks the protocol;
 * ``"raw:<body>"``: a 200 whose body is ``<body>`` as it is (``raw:[]``, ``raw:null``, ...);
@@ -217,8 +218,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if fault == "slow":
                 time.sleep(self.server.slow_s)
-            if fault == "429":
-                self._send(429, b'{"error": {"message": "rate limited"}}', {"Retry-After": "1"})
+            if fault and fault.startswith("429"):
+                self._send(429, b'{"error": {"message": "rate limited"}}', {"Retry-After": fault.partition(":")[2] or "1"})
             elif fault == "trickle":
                 self._trickle(completion_body(text))
             elif fault == "500":

@@ -42,7 +42,9 @@ request as a whole (httpx's own timeouts bound each read, so a server that
 trickles bytes would never trip them).  Retries (exponential backoff with full
 jitter, or the server's ``Retry-After``) happen only on connection errors,
 unreadable bodies, 408, 429 and 5xx; any other 4xx ends the run at once with
-the server's message.
+the server's message.  ``--deadline`` bounds the time all of a run's requests
+take, the connection probe included: a ``Retry-After`` wait is cut to the time
+left, and a long one is announced on stderr before it starts.
 
 An interrupted run resumes: each completion is appended to a journal (one JSON
 line, keyed by the fingerprint and protocol, :class:`Journal`) as soon as it
@@ -64,8 +66,9 @@ import email.utils
 import json
 import os
 import random
+import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -96,6 +99,8 @@ TRANSFORMERS_SERVE_SEEDING = ("no: transformers serve shares one random generato
                               "completions repeat only at --concurrency=1")
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0
+#: A wait for ``Retry-After`` at least this long is announced on stderr before it starts.
+ANNOUNCED_WAIT_S = 10.0
 
 
 class ServerError(AuditUsageError):
@@ -232,7 +237,15 @@ class OpenAIBackend:
         self.usage = {"requests": 0, "retries": 0, "resumed": 0, "prompt_tokens": 0, "completion_tokens": 0}
         self.notes: list[str] = []
         self._tokenizer = None  # set by _connect when the server takes token ids
-        model_root, self.system_fingerprint, self.request_format, prompts = asyncio.run(self._connect())
+        self._spent = 0.0  # seconds of --deadline used
+        self._deadline_at: float | None = None  # when the current phase's share of --deadline runs out
+        self._announced_until = 0.0
+        self._last_problem = ""
+        model_root, self.system_fingerprint, self.request_format, prompts = self._within_deadline(
+            self._connect(), lambda elapsed: (
+                f"--deadline={settings.deadline:g} s passed after {elapsed:.0f} s before the server at "
+                f"{settings.base_url} answered the connection probe"
+                + (f" (last answer: {self._last_problem})" if self._last_problem else "") + "."))
         self.description = {"backend": "openai", "model": settings.model, "base_url": settings.base_url,
                             "request_format": self.request_format, "prompts": prompts}
         if self.request_format == "transformers" and settings.concurrency > 1:
@@ -247,6 +260,24 @@ class OpenAIBackend:
     def summary_lines(self) -> list[str]:
         """What the run's summary should say about this backend: a journal not kept."""
         return list(self.notes)
+
+    def _within_deadline(self, work: Coroutine[Any, Any, Any], passed: Callable[[float], str]) -> Any:
+        """Run ``work`` in what is left of ``--deadline``; ``passed(seconds spent)`` is the message when it runs out.
+
+        Every phase (the connection probe, each ``generate`` call) counts
+        against one budget, so the deadline bounds all of a run's requests.
+        """
+        deadline = self.settings.deadline
+        left = None if deadline is None else max(0.0, deadline - self._spent)
+        started = time.monotonic()
+        self._deadline_at = None if left is None else started + left
+        try:
+            return asyncio.run(asyncio.wait_for(work, timeout=left))
+        except asyncio.TimeoutError:
+            raise GenerationError(passed(self._spent + time.monotonic() - started)) from None
+        finally:
+            self._spent += time.monotonic() - started
+            self._deadline_at = None
 
     def _client(self) -> httpx.AsyncClient:
         limits = httpx.Limits(max_connections=self.settings.concurrency,
@@ -351,18 +382,37 @@ class OpenAIBackend:
                 if response.status_code not in (408, 429) and response.status_code < 500:
                     return response, None
                 wait = retry_after_seconds(response)
+                if wait is not None:
+                    problem += f" (Retry-After: {wait:.0f} s)"
             except (httpx.TimeoutException, asyncio.TimeoutError):
                 problem = f"no answer within --request-timeout={self.settings.request_timeout:g} s"
             except (httpx.TransportError, ValueError) as err:
                 problem = f"{type(err).__name__}: {err}"
+            self._last_problem = problem
             if attempt == self.settings.max_retries:
                 raise GenerationError(
                     f"The sample {request.sample_index} of the prompt {request.prompt!r}"
                     f"{f' ({request.prompt_id})' if request.prompt_id else ''} failed after "
                     f"{attempt + 1} attempts at {self.settings.base_url}; last error: {problem}")
             self.usage["retries"] += 1
-            await asyncio.sleep(wait if wait is not None else self._backoff(attempt))
+            await asyncio.sleep(self._retry_wait(wait, attempt, problem))
             attempt += 1
+
+    def _retry_wait(self, asked: float | None, attempt: int, problem: str) -> float:
+        """Seconds to wait before the next attempt: ``Retry-After`` (``asked``) or the backoff, cut to the
+        time left before ``--deadline``; a long wait is announced on stderr first."""
+        wait = asked if asked is not None else self._backoff(attempt)
+        left = None if self._deadline_at is None else max(0.0, self._deadline_at - time.monotonic())
+        if left is not None:
+            wait = min(wait, left)
+        now = time.monotonic()
+        if asked is not None and wait >= ANNOUNCED_WAIT_S and now + wait > self._announced_until + 1:
+            self._announced_until = now + wait
+            bound = (f"--deadline ends the run in {left:.0f} s" if left is not None
+                     else "no --deadline is set; --deadline=SECONDS bounds the wait")
+            print(f"{self.settings.base_url} answered {problem}: the server asked to wait {asked:.0f} s; waiting "
+                  f"{wait:.0f} s before retrying ({bound})", file=sys.__stderr__ or sys.stderr, flush=True)
+        return wait
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with full jitter, so that many clients do not retry in lockstep."""
@@ -404,16 +454,29 @@ class OpenAIBackend:
         results: list[Completion | None] = [done.get((r.prompt, r.sample_index)) for r in requests]
         pending = [i for i, completion in enumerate(results) if completion is None]
         self.usage["resumed"] += len(requests) - len(pending)
-        if pending:
-            with journal.writing() if journal is not None else contextlib.nullcontext():
-                try:
-                    asyncio.run(self._generate_pending(requests, pending, results, protocol, journal))
-                finally:
-                    journal_notes(journal, self.notes)
+        if not pending:
+            return results  # type: ignore[return-value]
+
+        def passed(elapsed: float) -> str:
+            missing = sum(results[i] is None for i in pending)
+            received = len(pending) - missing
+            if journal is None:
+                kept = f"the {received} received are not kept (with --no-cache, only --journal-dir keeps them)"
+            elif journal.not_kept:
+                kept = f"the {received} received are not kept ({journal.not_kept})"
+            else:
+                kept = f"the {received} received are kept in {journal.path}: run again to resume"
+            return (f"--deadline={self.settings.deadline:g} s passed after {elapsed:.0f} s with {missing} of "
+                    f"{len(requests)} completions missing; {kept}.")
+
+        with journal.writing() if journal is not None else contextlib.nullcontext():
+            try:
+                self._within_deadline(self._generate_pending(requests, pending, results, protocol, journal), passed)
+            finally:
+                journal_notes(journal, self.notes)
         return results  # type: ignore[return-value]
 
     async def _generate_pending(self, requests, pending, results, protocol, journal: Journal | None) -> None:
-        started = time.monotonic()
         queue = iter(pending)  # shared by the workers: each index is taken exactly once
 
         async def worker(client):
@@ -427,19 +490,7 @@ class OpenAIBackend:
         async with self._client() as client:
             workers = [asyncio.ensure_future(worker(client)) for _ in range(min(self.settings.concurrency, len(pending)))]
             try:
-                await asyncio.wait_for(asyncio.gather(*workers), timeout=self.settings.deadline)
-            except asyncio.TimeoutError:
-                missing = sum(results[i] is None for i in pending)
-                received = len(pending) - missing
-                if journal is None:
-                    kept = f"the {received} received are not kept (with --no-cache, only --journal-dir keeps them)"
-                elif journal.not_kept:
-                    kept = f"the {received} received are not kept ({journal.not_kept})"
-                else:
-                    kept = f"the {received} received are kept in {journal.path}: run again to resume"
-                raise GenerationError(
-                    f"--deadline={self.settings.deadline:g} s passed after {time.monotonic() - started:.0f} s "
-                    f"with {missing} of {len(requests)} completions missing; {kept}.") from None
+                await asyncio.gather(*workers)
             finally:
                 for task in workers:
                     task.cancel()

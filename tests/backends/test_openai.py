@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -248,3 +249,41 @@ def test_request_timeout_bounds_a_whole_request_of_a_server_that_trickles(server
     with pytest.raises(GenerationError, match=r"failed after 1 attempts .*no answer within --request-timeout=1 s"):
         backend.generate(REQUESTS[:1], PROTOCOL)
     assert time.monotonic() - started < 5
+
+
+def test_the_deadline_covers_the_connection_probe_and_names_the_wait_asked_for(server, tmp_path):
+    server.faults = ["429:86400"]  # the probe request
+    started = time.monotonic()
+    with pytest.raises(GenerationError, match=rf"--deadline=1 s passed after 1 s before the server at "
+                                              rf"{server.base_url} answered the connection probe \(last answer: HTTP "
+                                              rf"429: rate limited \(Retry-After: 86400 s\)\)\."):
+        OpenAIBackend(ClientSettings(server.base_url, MODEL, deadline=1.0, journal_dir=tmp_path))
+    assert time.monotonic() - started < 5
+
+
+def test_a_retry_after_wait_is_cut_to_what_is_left_of_the_deadline(server, connect):
+    backend = connect(server.base_url, concurrency=1, request_timeout=5, deadline=1.5)
+    server.faults = ["429:86400"]
+    started = time.monotonic()
+    with pytest.raises(GenerationError, match=r"--deadline=1.5 s passed after \d s with 6 of 6 completions missing"):
+        backend.generate(REQUESTS, PROTOCOL)
+    assert time.monotonic() - started < 5
+
+
+def test_a_long_wait_asked_for_without_a_deadline_is_announced_before_it_starts(server, tmp_path):
+    """``generate`` as a user runs it, against a server that asks the probe to wait a day; stopped by the test."""
+    server.faults = ["429:86400"]
+    command = [sys.executable, "-m", "fairness_core.cli", "generate", "--backend=openai", f"--model={MODEL}",
+               f"--base-url={server.base_url}", "--no-cache", f"--output={tmp_path / 'out.jsonl'}"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    stop = threading.Timer(60, process.kill)  # should the line never come
+    stop.start()
+    try:
+        line = next((line for line in process.stderr if "Retry-After" in line), "")
+    finally:
+        stop.cancel()
+        process.kill()
+        process.communicate()
+    assert line == (f"{server.base_url} answered HTTP 429: rate limited (Retry-After: 86400 s): the server asked to "
+                    f"wait 86400 s; waiting 86400 s before retrying (no --deadline is set; --deadline=SECONDS bounds "
+                    f"the wait)\n")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -233,3 +234,13 @@ def test_an_engine_that_decodes_otherwise_than_model_generate_ends_the_run_befor
     text = assert_one_usage_error(pytester, tiny_model_dirs, [], r"the engine decodes .* after '彼女は' where the "
                                   r"model's own model\.generate decodes .* \(torch .*, transformers .*\)")
     assert "generating:" not in text
+
+
+def test_a_day_long_retry_after_on_the_probe_ends_at_the_deadline_naming_it(pytester, tiny_model_dirs):
+    arguments = [a for a in SERVER_ARGS if not a.startswith("--max-retries")] + ["--max-retries=5", "--deadline=2"]
+    started = time.monotonic()
+    with ScriptedServer(faults=["429:86400"]) as server:
+        assert_one_usage_error(pytester, tiny_model_dirs, [*arguments, f"--base-url={server.base_url}"],
+                               rf"--deadline=2 s passed after 2 s before the server at {server.base_url} answered "
+                               r"the connection probe \(last answer: HTTP 429: rate limited \(Retry-After: 86400 s\)\)")
+    assert time.monotonic() - started < 30
