@@ -12,7 +12,8 @@ normally it works through ``faults``, one per request, in order:
 * ``"truncated"``: a 200 whose body stops half way, then the connection closes;
 * ``"two_choices"``, ``"bad_finish"``, ``"too_long"``: a 200 that breaks the protocol;
 * ``"raw:<body>"``: a 200 whose body is ``<body>`` as it is (``raw:[]``, ``raw:null``, ...);
-* ``"401"``: 401, as a server that wants an API key.
+* ``"401"``: 401, as a server that wants an API key; ``"401:echo"``: one whose message quotes the
+  ``Authorization`` header it was sent.
 
 ``text_suffix`` is appended to every completion text.
 
@@ -226,6 +227,9 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(500, b'{"error": {"message": "internal error"}}')
             elif fault == "401":
                 self._send(401, b'{"error": {"message": "Invalid API key"}}')
+            elif fault == "401:echo":
+                quoted = f"Incorrect API key provided in {self.headers.get('Authorization')!r}"
+                self._send(401, json.dumps({"error": {"message": quoted}}).encode())
             elif fault and fault.startswith("raw:"):
                 self._send(200, fault.removeprefix("raw:").encode())
             elif fault == "400":

@@ -54,8 +54,9 @@ lacks.  The journal is in the run's cache folder or ``--journal-dir``; with
 generation cache (``cache.py``) still wraps this backend.
 
 The API key is read from ``$JA_FAIRNESS_AUDIT_API_KEY`` (or
-``$OPENAI_API_KEY``) and only ever sent in the ``Authorization`` header: it is
-in no description, fingerprint, journal or report.
+``$OPENAI_API_KEY``), stripped of surrounding whitespace, and only ever sent
+in the ``Authorization`` header: it is in no description, fingerprint,
+journal, report or error message.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -101,10 +102,16 @@ BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0
 #: A wait for ``Retry-After`` at least this long is announced on stderr before it starts.
 ANNOUNCED_WAIT_S = 10.0
+#: What error messages show in place of the API key, should a server or a library quote it.
+KEY_SHOWN_AS = "<the API key>"
 
 
 class ServerError(AuditUsageError):
     """The server cannot be used as asked (unreachable, model not served, request rejected): the message says why."""
+
+
+class ApiKeyError(AuditUsageError):
+    """The API key in the environment cannot be sent: the message names the variable, never the key."""
 
 
 def request_body(model: str, prompt: str | list[int], seed: int, protocol: SamplingProtocol,
@@ -232,6 +239,7 @@ class OpenAIBackend:
 
     def __init__(self, settings: ClientSettings, *, api_key: str | None = None):
         self.settings = settings
+        self._api_key = api_key
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._jitter = random.Random()
         self.usage = {"requests": 0, "retries": 0, "resumed": 0, "prompt_tokens": 0, "completion_tokens": 0}
@@ -271,13 +279,24 @@ class OpenAIBackend:
         left = None if deadline is None else max(0.0, deadline - self._spent)
         started = time.monotonic()
         self._deadline_at = None if left is None else started + left
+        with self._key_kept_out():
+            try:
+                return asyncio.run(asyncio.wait_for(work, timeout=left))
+            except asyncio.TimeoutError:
+                raise GenerationError(passed(self._spent + time.monotonic() - started)) from None
+            finally:
+                self._spent += time.monotonic() - started
+                self._deadline_at = None
+
+    @contextlib.contextmanager
+    def _key_kept_out(self) -> Iterator[None]:
+        """Re-raise a usage error whose message quotes the API key (a server or library echoing it) without it."""
         try:
-            return asyncio.run(asyncio.wait_for(work, timeout=left))
-        except asyncio.TimeoutError:
-            raise GenerationError(passed(self._spent + time.monotonic() - started)) from None
-        finally:
-            self._spent += time.monotonic() - started
-            self._deadline_at = None
+            yield
+        except AuditUsageError as err:
+            if self._api_key and self._api_key in str(err):
+                raise type(err)(str(err).replace(self._api_key, KEY_SHOWN_AS)) from None
+            raise
 
     def _client(self) -> httpx.AsyncClient:
         limits = httpx.Limits(max_connections=self.settings.concurrency,
@@ -510,8 +529,24 @@ def local_tokenizer(candidates: Sequence[str | None]):
 
 
 def api_key_from_environment() -> str | None:
-    """The first of :data:`API_KEY_VARIABLES` that is set (the key is never an option, so never in a log)."""
-    return next((os.environ[name] for name in API_KEY_VARIABLES if os.environ.get(name)), None)
+    """The first of :data:`API_KEY_VARIABLES` that is set, without surrounding whitespace (a key pasted with its
+    line break); one that still cannot be an HTTP header value is an :class:`ApiKeyError` naming the variable.
+
+    The key is never an option, so never in a log, and no message quotes it.
+    """
+    for name in API_KEY_VARIABLES:
+        key = os.environ.get(name, "").strip()
+        if not key:
+            continue
+        if not key.isascii():
+            found = "a character that is not ASCII (a full-width letter, a typographic quote or dash?)"
+        elif not key.isprintable():
+            found = "a control character (a line break or a tab inside it?)"
+        else:
+            return key
+        raise ApiKeyError(f"${name} cannot be sent as an HTTP header value: it holds {found}. An API key is printable "
+                          f"ASCII; set {name} to the key alone.")
+    return None
 
 
 def create_backend(settings: BackendSettings) -> OpenAIBackend:

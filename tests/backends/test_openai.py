@@ -287,3 +287,21 @@ def test_a_long_wait_asked_for_without_a_deadline_is_announced_before_it_starts(
     assert line == (f"{server.base_url} answered HTTP 429: rate limited (Retry-After: 86400 s): the server asked to "
                     f"wait 86400 s; waiting 86400 s before retrying (no --deadline is set; --deadline=SECONDS bounds "
                     f"the wait)\n")
+
+
+# --- a key pasted with its line break, a server that quotes the key ----------------------------------------
+
+def test_a_key_with_surrounding_whitespace_is_sent_without_it(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("JA_FAIRNESS_AUDIT_API_KEY", "  sk-secret-123\n")
+    _from_environment(server, tmp_path).generate(REQUESTS[:1], PROTOCOL)
+    assert {headers["Authorization"] for headers in server.headers_seen} == {"Bearer sk-secret-123"}
+
+
+def test_a_server_quoting_the_key_does_not_get_it_into_the_message(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("JA_FAIRNESS_AUDIT_API_KEY", "sk-secret-123")
+    backend = _from_environment(server, tmp_path)
+    server.faults = ["401:echo"]
+    with pytest.raises(ServerError) as raised:
+        backend.generate(REQUESTS[:1], PROTOCOL)
+    assert "sk-secret" not in str(raised.value)
+    assert "Incorrect API key provided in 'Bearer <the API key>'" in str(raised.value)

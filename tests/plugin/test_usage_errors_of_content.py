@@ -236,6 +236,22 @@ def test_an_engine_that_decodes_otherwise_than_model_generate_ends_the_run_befor
     assert "generating:" not in text
 
 
+@pytest.mark.parametrize(("key", "found"), [
+    ("sk-ｓｅｃｒｅｔ-123", "a character that is not ASCII"),
+    ("sk-secret\n-123", "a control character"),
+], ids=["full-width", "line-break-inside"])
+def test_an_api_key_that_cannot_be_a_header_is_one_usage_error_naming_the_variable_not_the_key(
+        pytester, tiny_model_dirs, monkeypatch, key, found):
+    monkeypatch.setenv("JA_FAIRNESS_AUDIT_API_KEY", key)
+    with ScriptedServer() as server:
+        text = assert_one_usage_error(
+            pytester, tiny_model_dirs, [*SERVER_ARGS, f"--base-url={server.base_url}"],
+            rf"\$JA_FAIRNESS_AUDIT_API_KEY cannot be sent as an HTTP header value: it holds {found}.*; set "
+            rf"JA_FAIRNESS_AUDIT_API_KEY to the key alone\.")
+    assert "secret" not in text and "ｓｅｃｒｅｔ" not in text
+    assert server.bodies == []  # refused before anything is sent
+
+
 def test_a_day_long_retry_after_on_the_probe_ends_at_the_deadline_naming_it(pytester, tiny_model_dirs):
     arguments = [a for a in SERVER_ARGS if not a.startswith("--max-retries")] + ["--max-retries=5", "--deadline=2"]
     started = time.monotonic()
