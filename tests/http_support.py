@@ -15,7 +15,8 @@ normally it works through ``faults``, one per request, in order:
 * ``"401"``: 401, as a server that wants an API key; ``"401:echo"``: one whose message quotes the
   ``Authorization`` header it was sent.
 
-``text_suffix`` is appended to every completion text.
+``text_suffix`` is appended to every completion text, and ``answer_model`` is the
+``model`` every answer names (default: the served :data:`MODEL`).
 
 ``models_status`` (default 200) is the status ``GET /v1/models`` answers, and
 ``models_delay_s`` how long it waits first (a server that takes the connection
@@ -120,9 +121,10 @@ def _answers(url: str) -> bool:
         return False
 
 
-def completion_body(text: str, *, choices: int = 1, finish_reason: str = "length", completion_tokens: int = 1) -> bytes:
+def completion_body(text: str, *, choices: int = 1, finish_reason: str = "length", completion_tokens: int = 1,
+                    model: str = MODEL) -> bytes:
     return json.dumps({
-        "id": "cmpl-1", "object": "text_completion", "model": MODEL,
+        "id": "cmpl-1", "object": "text_completion", "model": model,
         "choices": [{"index": i, "text": text, "finish_reason": finish_reason} for i in range(choices)],
         "usage": {"prompt_tokens": 2, "completion_tokens": completion_tokens, "total_tokens": 2 + completion_tokens},
     }).encode()
@@ -159,6 +161,7 @@ class ScriptedServer(ServedInThread, ThreadingHTTPServer):
         self.slow_s = slow_s
         self.trickle_s = 0.2
         self.text_suffix = ""
+        self.answer_model = MODEL
         self.crash_after = crash_after
         self.bodies: list[dict] = []
         self.headers_seen: list[dict] = []
@@ -222,7 +225,7 @@ class Handler(BaseHTTPRequestHandler):
             if fault and fault.startswith("429"):
                 self._send(429, b'{"error": {"message": "rate limited"}}', {"Retry-After": fault.partition(":")[2] or "1"})
             elif fault == "trickle":
-                self._trickle(completion_body(text))
+                self._trickle(completion_body(text, model=self.server.answer_model))
             elif fault == "500":
                 self._send(500, b'{"error": {"message": "internal error"}}')
             elif fault == "401":
@@ -247,7 +250,7 @@ class Handler(BaseHTTPRequestHandler):
             elif fault == "too_long":
                 self._send(200, completion_body(text, completion_tokens=body["max_tokens"] + 1))
             else:
-                self._send(200, completion_body(text))
+                self._send(200, completion_body(text, model=self.server.answer_model))
                 self._count_completion()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up on a slow answer: that is the point of the test

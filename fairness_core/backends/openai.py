@@ -53,6 +53,10 @@ lacks.  The journal is in the run's cache folder or ``--journal-dir``; with
 ``--no-cache`` and no ``--journal-dir`` nothing is journalled.  The whole-call
 generation cache (``cache.py``) still wraps this backend.
 
+The model that the answers name is recorded (``served_model`` in the
+description), and the run's notes say so when it is not ``--model``: real
+APIs answer an alias with a dated name, so it is a warning, not an error.
+
 The API key is read from ``$JA_FAIRNESS_AUDIT_API_KEY`` (or
 ``$OPENAI_API_KEY``), stripped of surrounding whitespace, and only ever sent
 in the ``Authorization`` header: it is in no description, fingerprint,
@@ -244,6 +248,8 @@ class OpenAIBackend:
         self._jitter = random.Random()
         self.usage = {"requests": 0, "retries": 0, "resumed": 0, "prompt_tokens": 0, "completion_tokens": 0}
         self.notes: list[str] = []
+        self.description: dict[str, str] = {}  # served_model, as the answers name it; completed below
+        self._served: list[str] = []
         self._tokenizer = None  # set by _connect when the server takes token ids
         self._spent = 0.0  # seconds of --deadline used
         self._deadline_at: float | None = None  # when the current phase's share of --deadline runs out
@@ -255,7 +261,7 @@ class OpenAIBackend:
                 f"{settings.base_url} answered the connection probe"
                 + (f" (last answer: {self._last_problem})" if self._last_problem else "") + "."))
         self.description = {"backend": "openai", "model": settings.model, "base_url": settings.base_url,
-                            "request_format": self.request_format, "prompts": prompts}
+                            "request_format": self.request_format, "prompts": prompts, **self.description}
         if self.request_format == "transformers" and settings.concurrency > 1:
             self.description["reproducible"] = TRANSFORMERS_SERVE_SEEDING
         self.fingerprint = {
@@ -266,7 +272,7 @@ class OpenAIBackend:
         }
 
     def summary_lines(self) -> list[str]:
-        """What the run's summary should say about this backend: a journal not kept."""
+        """What the run's summary should say about this backend: another served model, a journal not kept."""
         return list(self.notes)
 
     def _within_deadline(self, work: Coroutine[Any, Any, Any], passed: Callable[[float], str]) -> Any:
@@ -396,7 +402,9 @@ class OpenAIBackend:
                                                   timeout=self.settings.request_timeout)
                 if response.status_code == 200:
                     # a cut or garbled body is a transient failure, like a dropped connection
-                    return response, completion_answer(response)
+                    answer = completion_answer(response)
+                    self._record_served(answer)
+                    return response, answer
                 problem = f"HTTP {response.status_code}: {server_message(response)}"
                 if response.status_code not in (408, 429) and response.status_code < 500:
                     return response, None
@@ -432,6 +440,18 @@ class OpenAIBackend:
             print(f"{self.settings.base_url} answered {problem}: the server asked to wait {asked:.0f} s; waiting "
                   f"{wait:.0f} s before retrying ({bound})", file=sys.__stderr__ or sys.stderr, flush=True)
         return wait
+
+    def _record_served(self, answer: Mapping[str, Any]) -> None:
+        """Keep each model name the answers give (``served_model``); a note when one is not ``--model``."""
+        served = answer.get("model")
+        if not isinstance(served, str) or not served or served in self._served:
+            return
+        self._served.append(served)
+        self.description["served_model"] = ", ".join(self._served)
+        if served != self.settings.model:
+            self.notes.append(f"openai: the server at {self.settings.base_url} answered as the model {served!r}, not "
+                              f"--model={self.settings.model}: a dated name for an alias is expected, another model "
+                              f"is not; check which model the server serves under that name")
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with full jitter, so that many clients do not retry in lockstep."""

@@ -5,6 +5,7 @@ Every server listens on 127.0.0.1 on a free port and is stopped by the test that
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -305,3 +306,30 @@ def test_a_server_quoting_the_key_does_not_get_it_into_the_message(server, tmp_p
         backend.generate(REQUESTS[:1], PROTOCOL)
     assert "sk-secret" not in str(raised.value)
     assert "Incorrect API key provided in 'Bearer <the API key>'" in str(raised.value)
+
+
+# --- the model the answers name -------------------------------------------------------------------------------
+
+def test_the_model_the_answers_name_is_recorded_and_another_one_is_noted(server, connect):
+    assert connect(server.base_url).description["served_model"] == MODEL
+    server.answer_model = "some-other-model"
+    backend = connect(server.base_url)
+    backend.generate(REQUESTS, PROTOCOL)
+    assert backend.description["served_model"] == "some-other-model"
+    [note] = backend.summary_lines()
+    assert note.startswith(f"openai: the server at {server.base_url} answered as the model 'some-other-model', not "
+                           f"--model={MODEL}")
+
+
+def test_answers_naming_another_model_reach_the_header_the_summary_and_the_json(pytester, server, tmp_path):
+    server.answer_model = "some-other-model"
+    result = _audit_over_http(pytester, server, f"--audit-json={tmp_path / 'r.json'}")
+    assert result.ret == pytest.ExitCode.OK, output(result)
+    note = (f"openai: the server at {server.base_url} answered as the model 'some-other-model', not "
+            f"--model={MODEL}: a dated name for an alias is expected, another model is not; check which model the "
+            f"server serves under that name")
+    assert output(result).count(note) == 1
+    assert "served_model=some-other-model" in output(result)
+    written = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert written["provenance"]["model"]["served_model"] == "some-other-model"
+    assert note in written["notes"]
