@@ -58,6 +58,11 @@ def default_cache_dir() -> Path:
     return base / "ja-fairness-audit" / "generations"
 
 
+def default_cache_source() -> str:
+    """What a message names the default cache folder by: the variable that set it, else the option's default."""
+    return CACHE_DIR_VARIABLE if os.environ.get(CACHE_DIR_VARIABLE) else "the default --cache-dir"
+
+
 def cache_key(fingerprint: Mapping[str, str], requests: Sequence[Request], protocol: SamplingProtocol) -> str:
     """SHA-256 of the canonical JSON of everything that determines the completions."""
     payload = {
