@@ -51,9 +51,9 @@ CACHE_DIR_VARIABLE = "JA_FAIRNESS_AUDIT_CACHE"
 
 
 def default_cache_dir() -> Path:
-    """``$JA_FAIRNESS_AUDIT_CACHE``, else ``$XDG_CACHE_HOME/ja-fairness-audit``, else ``~/.cache/...``."""
+    """``$JA_FAIRNESS_AUDIT_CACHE`` (``~`` expanded), else ``$XDG_CACHE_HOME/ja-fairness-audit``, else ``~/.cache/...``."""
     if os.environ.get(CACHE_DIR_VARIABLE):
-        return Path(os.environ[CACHE_DIR_VARIABLE])
+        return Path(os.environ[CACHE_DIR_VARIABLE]).expanduser()
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "ja-fairness-audit" / "generations"
 
