@@ -75,10 +75,20 @@ def cache_key(fingerprint: Mapping[str, str], requests: Sequence[Request], proto
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old state or the whole new file, never part."""
+    """Write ``text`` to ``path`` so that readers see the old state or the whole new file, never part.
+
+    The file gets the mode a plain ``open(path, "w")`` would give it: an
+    existing file's own, else ``0o666`` less the umask (not the temporary
+    file's ``0o600``).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(temporary, mode)
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
             file.flush()
@@ -87,6 +97,17 @@ def write_atomically(path: Path, text: str) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (``os.umask`` alone must set one)."""
+    try:
+        status = Path("/proc/self/status").read_text(encoding="ascii")
+        return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Umask:")), 8)
+    except (OSError, StopIteration, ValueError, IndexError):
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return mask
 
 
 class CacheEntryError(ValueError):

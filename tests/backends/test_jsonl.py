@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
+import stat
 from pathlib import Path
 
 import pytest
@@ -262,3 +264,18 @@ def test_a_completion_holding_a_line_separator_survives_generate_the_journal_and
         backend = create_backend("jsonl", BackendSettings(model=ModelReference(MODEL), options={"completions": str(path)}))
         texts = [c.text for c in backend.generate(plan.requests(), plan.protocol)]
         assert all(text.endswith(f"前{separator}後") for text in texts), texts[:2]
+
+
+def test_generate_writes_its_file_with_the_mode_a_plain_open_gives(small_plan, tmp_path):
+    """0o666 less the umask, as open() gives, not the 0o600 of the temporary file it is written through."""
+    with ScriptedServer() as server:
+        for umask, mode in ((0o022, 0o644), (0o002, 0o664), (0o077, 0o600)):
+            previous = os.umask(umask)
+            try:
+                output = tmp_path / f"umask-{umask:03o}.jsonl"
+                assert cli.main(["generate", f"--model={MODEL}", "--backend=openai", f"--base-url={server.base_url}",
+                                 f"--thresholds={REPO / 'thresholds.yaml'}", "--no-cache",
+                                 f"--output={output}"]) == 0
+            finally:
+                os.umask(previous)
+            assert stat.S_IMODE(output.stat().st_mode) == mode, f"umask {umask:03o}"
