@@ -128,15 +128,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _generate(setup: AuditSetup, values: dict) -> int:
-    from fairness_core.backends.cache import CachedBackend
+    from fairness_core.backends.cache import CachedBackend, default_cache_source
     from fairness_core.backends.catalog import create_backend
-    from fairness_core.config.outputs import no_cache_with_cache_dir
-    from fairness_core.options import audit_options, cache_folder
+    from fairness_core.config.outputs import check_cache_dir, no_cache_with_cache_dir
+    from fairness_core.options import CACHE_DIR, audit_options, cache_folder
 
     if values.get("no_cache") and values.get("cache_dir"):
         raise AuditUsageError(no_cache_with_cache_dir(values["cache_dir"]))
     cache_dir = cache_folder(values)
     options, problems = audit_options(values, cache_dir=cache_dir)
+    if cache_dir is not None:
+        try:
+            check_cache_dir(CACHE_DIR.flag if values.get("cache_dir") else default_cache_source(), cache_dir)
+        except AuditUsageError as err:
+            problems.append(str(err))
     if problems:
         raise AuditUsageError("\n".join(problems))
     backend = create_backend(options.backend, options.settings)
@@ -146,6 +151,8 @@ def _generate(setup: AuditSetup, values: dict) -> int:
     index, count = values["shard"]
     print(f"{values['output']}: {written} completions (shard {index}/{count}, backend {options.backend}, "
           f"seed {options.settings.seed})")
+    for line in getattr(backend, "summary_lines", list)():
+        print(line, file=sys.stderr)
     return 0
 
 

@@ -231,6 +231,7 @@ def _quick_problems(config: pytest.Config, setup: AuditSetup | AuditUsageError, 
     not check a sentiment scorer's folder); outputs are checked now rather than
     after an hour of generation.  Loading then finds what only loading can.
     """
+    from fairness_core.backends.cache import default_cache_dir, default_cache_source
     from fairness_core.backends.catalog import BACKENDS
     from fairness_core.config.locations import missing_file
     from fairness_core.config.outputs import check_cache_dir, check_output_file, no_cache_with_cache_dir
@@ -249,11 +250,13 @@ def _quick_problems(config: pytest.Config, setup: AuditSetup | AuditUsageError, 
     if baseline and audit_json and Path(baseline).expanduser().resolve() == Path(audit_json).expanduser().resolve():
         problems.append(f"{AUDIT_JSON.flag}={audit_json} would overwrite the {BASELINE.flag} it is compared with, and the "
                         f"next run would gate against this model. Write the new results to another file.")
-    cache = config.getoption(CACHE_DIR.dest)
-    if config.getoption(NO_CACHE.dest) and cache:
+    cache, no_cache = config.getoption(CACHE_DIR.dest), config.getoption(NO_CACHE.dest)
+    if no_cache and cache:
         problems.append(no_cache_with_cache_dir(cache))
     checks: list[Callable[[], object]] = [lambda: check_output_file(AUDIT_JSON.flag, Path(audit_json))] if audit_json else []
-    checks += [lambda: check_cache_dir(CACHE_DIR.flag, Path(cache))] if cache and not config.getoption(NO_CACHE.dest) else []
+    if not no_cache:
+        checks.append(lambda: check_cache_dir(CACHE_DIR.flag, Path(cache)) if cache
+                      else check_cache_dir(default_cache_source(), default_cache_dir()))
     for check in checks:
         try:
             check()

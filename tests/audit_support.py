@@ -113,11 +113,13 @@ def minimal_results() -> dict:
             "health": [], "confounds": [], "completions": {}}
 
 
-def assert_one_usage_error(pytester: pytest.Pytester, tiny_model_dirs, given: list[str], message: str) -> str:
+def assert_one_usage_error(pytester: pytest.Pytester, tiny_model_dirs, given: list[str], message: str, *,
+                           no_cache: bool = True) -> str:
     """Run the audits with ``given`` on top of working defaults: exit code 4, ``message`` found, no traceback, no test.
 
     The defaults are the session's tiny model, lax thresholds, the test word list,
-    the offline sentiment scorer and the CPU; an option in ``given`` replaces its default.
+    the offline sentiment scorer, the CPU and ``--no-cache`` (unless ``no_cache``
+    is false); an option in ``given`` replaces its default.
     """
     import re
 
@@ -128,7 +130,7 @@ def assert_one_usage_error(pytester: pytest.Pytester, tiny_model_dirs, given: li
                 "--lexicon": str(pytester.path / "words.txt")}
     named = {arg.split("=", 1)[0] for arg in given}
     args = [f"{k}={v}" for k, v in defaults.items() if k not in named and v is not None] + given
-    if not named & {"--baseline", "--cache-dir", "--no-cache"}:
+    if no_cache and not named & {"--baseline", "--cache-dir", "--no-cache"}:
         args.append("--no-cache")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
     text = output(result)

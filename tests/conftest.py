@@ -9,6 +9,7 @@ model takes.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -152,3 +153,34 @@ def make_read_only():
     for folder in chmodded:
         for path in [folder, *folder.rglob("*")]:
             path.chmod(path.stat().st_mode | 0o200)
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path):
+    """``fill(free)``: a folder on a 1 MiB tmpfs of its own, filled but for about ``free`` bytes; unmounted at teardown.
+
+    A real full disk (``OSError: [Errno 28] No space left on device``), not an
+    injected error.  Mounting needs root with CAP_SYS_ADMIN; elsewhere the test
+    is skipped.
+    """
+    mount = tmp_path / "small-disk"
+    mount.mkdir()
+    if shutil.which("mount") is None or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                                                       capture_output=True).returncode != 0:
+        pytest.skip("mounting a small tmpfs needs root with CAP_SYS_ADMIN, which this process does not have")
+
+    def fill(free: int = 0) -> Path:
+        filler = mount / ".filler"
+        handle = os.open(filler, os.O_WRONLY | os.O_CREAT)
+        try:
+            while True:
+                os.write(handle, b"\0" * 4096)
+        except OSError as err:
+            assert err.errno == errno.ENOSPC, err
+        finally:
+            os.close(handle)
+        os.truncate(filler, max(0, filler.stat().st_size - free))
+        return mount
+
+    yield fill
+    subprocess.run(["umount", "--lazy", str(mount)], check=True)

@@ -6,11 +6,17 @@ with, and records every request body and its headers.  Before answering
 normally it works through ``faults``, one per request, in order:
 
 * ``"slow"``: sleep ``slow_s`` seconds before answering (the client's timeout fires first);
-* ``"429"``: 429 with ``Retry-After: 1``; ``"500"``: 500; ``"400"``: 400 with a message;
+* ``"trickle"``: a 200 whose body comes one byte every ``trickle_s`` seconds (no single read times out);
+* ``"429"``: 429 with ``Retry-After: 1``; ``"429:<seconds>"``: with ``Retry-After: <seconds>``;
+  ``"500"``: 500; ``"400"``: 400 with a message;
 * ``"truncated"``: a 200 whose body stops half way, then the connection closes;
 * ``"two_choices"``, ``"bad_finish"``, ``"too_long"``: a 200 that breaks the protocol;
 * ``"raw:<body>"``: a 200 whose body is ``<body>`` as it is (``raw:[]``, ``raw:null``, ...);
-* ``"401"``: 401, as a server that wants an API key.
+* ``"401"``: 401, as a server that wants an API key; ``"401:echo"``: one whose message quotes the
+  ``Authorization`` header it was sent.
+
+``text_suffix`` is appended to every completion text, and ``answer_model`` is the
+``model`` every answer names (default: the served :data:`MODEL`).
 
 ``models_status`` (default 200) is the status ``GET /v1/models`` answers, and
 ``models_delay_s`` how long it waits first (a server that takes the connection
@@ -115,9 +121,10 @@ def _answers(url: str) -> bool:
         return False
 
 
-def completion_body(text: str, *, choices: int = 1, finish_reason: str = "length", completion_tokens: int = 1) -> bytes:
+def completion_body(text: str, *, choices: int = 1, finish_reason: str = "length", completion_tokens: int = 1,
+                    model: str = MODEL) -> bytes:
     return json.dumps({
-        "id": "cmpl-1", "object": "text_completion", "model": MODEL,
+        "id": "cmpl-1", "object": "text_completion", "model": model,
         "choices": [{"index": i, "text": text, "finish_reason": finish_reason} for i in range(choices)],
         "usage": {"prompt_tokens": 2, "completion_tokens": completion_tokens, "total_tokens": 2 + completion_tokens},
     }).encode()
@@ -152,6 +159,9 @@ class ScriptedServer(ServedInThread, ThreadingHTTPServer):
         super().__init__(("127.0.0.1", port), Handler)
         self.faults = list(faults)
         self.slow_s = slow_s
+        self.trickle_s = 0.2
+        self.text_suffix = ""
+        self.answer_model = MODEL
         self.crash_after = crash_after
         self.bodies: list[dict] = []
         self.headers_seen: list[dict] = []
@@ -208,16 +218,21 @@ class Handler(BaseHTTPRequestHandler):
             self.server.bodies.append(body)
             self.server.headers_seen.append(dict(self.headers))
         fault = self.server.next_fault()
-        text = f"<{body['seed']}>"
+        text = f"<{body['seed']}>{self.server.text_suffix}"
         try:
             if fault == "slow":
                 time.sleep(self.server.slow_s)
-            if fault == "429":
-                self._send(429, b'{"error": {"message": "rate limited"}}', {"Retry-After": "1"})
+            if fault and fault.startswith("429"):
+                self._send(429, b'{"error": {"message": "rate limited"}}', {"Retry-After": fault.partition(":")[2] or "1"})
+            elif fault == "trickle":
+                self._trickle(completion_body(text, model=self.server.answer_model))
             elif fault == "500":
                 self._send(500, b'{"error": {"message": "internal error"}}')
             elif fault == "401":
                 self._send(401, b'{"error": {"message": "Invalid API key"}}')
+            elif fault == "401:echo":
+                quoted = f"Incorrect API key provided in {self.headers.get('Authorization')!r}"
+                self._send(401, json.dumps({"error": {"message": quoted}}).encode())
             elif fault and fault.startswith("raw:"):
                 self._send(200, fault.removeprefix("raw:").encode())
             elif fault == "400":
@@ -235,10 +250,21 @@ class Handler(BaseHTTPRequestHandler):
             elif fault == "too_long":
                 self._send(200, completion_body(text, completion_tokens=body["max_tokens"] + 1))
             else:
-                self._send(200, completion_body(text))
+                self._send(200, completion_body(text, model=self.server.answer_model))
                 self._count_completion()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up on a slow answer: that is the point of the test
+
+    def _trickle(self, body: bytes) -> None:
+        """Headers at once, then the body one byte at a time: every read gets data well within any read timeout."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        for byte in body:
+            self.wfile.write(bytes([byte]))
+            self.wfile.flush()
+            time.sleep(self.server.trickle_s)
 
     def _count_completion(self) -> None:
         with self.server.lock:

@@ -51,11 +51,16 @@ CACHE_DIR_VARIABLE = "JA_FAIRNESS_AUDIT_CACHE"
 
 
 def default_cache_dir() -> Path:
-    """``$JA_FAIRNESS_AUDIT_CACHE``, else ``$XDG_CACHE_HOME/ja-fairness-audit``, else ``~/.cache/...``."""
+    """``$JA_FAIRNESS_AUDIT_CACHE`` (``~`` expanded), else ``$XDG_CACHE_HOME/ja-fairness-audit``, else ``~/.cache/...``."""
     if os.environ.get(CACHE_DIR_VARIABLE):
-        return Path(os.environ[CACHE_DIR_VARIABLE])
+        return Path(os.environ[CACHE_DIR_VARIABLE]).expanduser()
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "ja-fairness-audit" / "generations"
+
+
+def default_cache_source() -> str:
+    """What a message names the default cache folder by: the variable that set it, else the option's default."""
+    return CACHE_DIR_VARIABLE if os.environ.get(CACHE_DIR_VARIABLE) else "the default --cache-dir"
 
 
 def cache_key(fingerprint: Mapping[str, str], requests: Sequence[Request], protocol: SamplingProtocol) -> str:
@@ -70,10 +75,20 @@ def cache_key(fingerprint: Mapping[str, str], requests: Sequence[Request], proto
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old state or the whole new file, never part."""
+    """Write ``text`` to ``path`` so that readers see the old state or the whole new file, never part.
+
+    The file gets the mode a plain ``open(path, "w")`` would give it: an
+    existing file's own, else ``0o666`` less the umask (not the temporary
+    file's ``0o600``).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(temporary, mode)
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
             file.flush()
@@ -82,6 +97,17 @@ def write_atomically(path: Path, text: str) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (``os.umask`` alone must set one)."""
+    try:
+        status = Path("/proc/self/status").read_text(encoding="ascii")
+        return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Umask:")), 8)
+    except (OSError, StopIteration, ValueError, IndexError):
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return mask
 
 
 class CacheEntryError(ValueError):
@@ -164,7 +190,8 @@ class CachedBackend:
         return dict(getattr(self.inner, "usage", {}))
 
     def summary_lines(self) -> list[str]:
-        """What the run's terminal summary should say about the cache: each rejected or unstored entry, once."""
+        """What the run's terminal summary should say about the cache (each rejected or unstored entry, once),
+        then what the wrapped backend says of itself."""
         lines = []
         if self.rejected:
             lines.append(f"generation cache: {_entries(len(self.rejected))} failed the integrity check, "
@@ -173,7 +200,7 @@ class CachedBackend:
         if self.not_stored:
             lines.append(f"generation cache: {_entries(len(self.not_stored))} generated but not stored:")
             lines += [f"  {line}" for line in self.not_stored]
-        return lines
+        return lines + list(getattr(self.inner, "summary_lines", list)())
 
     def _read(self, path: Path, expected: int) -> list[Completion] | None:
         """The entry's completions, or ``None`` when absent or untrustworthy (then it is regenerated)."""

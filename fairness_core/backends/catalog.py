@@ -56,7 +56,8 @@ BACKENDS: Registry[BackendEntry] = Registry("backend", {
          Option("--concurrency", "requests in flight at once", o.positive_int, 8),
          Option("--request-timeout", "seconds one request may take before it is retried",
                 o.positive_seconds, 60.0),
-         Option("--deadline", "seconds all of a run's requests may take; what is done is kept for the rerun",
+         Option("--deadline", "seconds all of a run's requests may take, the connection probe and waits the "
+                "server asks for included; what is done is kept for the rerun",
                 o.positive_seconds, default_text="no limit"),
          Option("--max-retries", "retries of a request after a connection error, 408, 429 or 5xx",
                 o.nonnegative_int, 5),
@@ -64,7 +65,7 @@ BACKENDS: Registry[BackendEntry] = Registry("backend", {
                 "or transformers (in a generation_config field, for transformers serve)",
                 o.one_of("auto", "openai", "transformers"), "auto"),
          Option("--journal-dir", "where finished samples are journalled so that an interrupted run resumes",
-                Path, default_text="<cache>/journals"))),
+                Path, default_text="<cache>/journals; with --no-cache, none"))),
     "jsonl": BackendEntry(
         "fairness_core.backends.jsonl:create_backend",
         "completions generated elsewhere (ja-fairness-audit generate, OpenAI Batch output), read from JSONL",

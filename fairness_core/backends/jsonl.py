@@ -17,6 +17,9 @@ gathered in one folder)::
     {"evaluation": "honest", "prompt_id": "honest/occupation-01/female/母", "prompt": "母は医者として", "sample_index": 0,
      "seed": 1234, "text": "働いている。", "num_tokens": 5, "finish_reason": "stop"}
 
+A line ends at ``\\n`` only: U+2028, U+2029 and U+0085 in a completion are
+written escaped, and read as part of the line where another writer kept them raw.
+
 All shards must carry the same manifest but for ``shard``, ``created`` and the
 server URL (shards of one run may come from several replicas).  OpenAI Batch API
 output files are read too (no manifest line; ``custom_id`` is
@@ -25,7 +28,8 @@ they name prompts by id only, and say nothing of the protocol, which the
 audit then cannot check (the description says so).
 
 Every problem is one usage error that names the first offending ``file:line``
-and how many lines share the problem: a malformed line, a duplicate
+and how many lines share the problem: a malformed line (a lone surrogate
+such as ``"\\ud800"`` included: it is no Unicode text), a duplicate
 (prompt, sample), a manifest that differs between shards, and, once the audit
 asks for its requests, a protocol or prompt set other than the audit's, a
 missing or an extra (prompt, sample), or a seed other than the run seed's.
@@ -42,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from fairness_core.backends.base import BackendSettings, Completion, Request, request_seed
+from fairness_core.backends.journal import json_line, split_lines
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.errors import AuditUsageError
 
@@ -64,14 +69,13 @@ def prompt_set_sha256(prompts: Iterable[str]) -> str:
 
 
 def manifest_line(manifest: Mapping[str, Any]) -> str:
-    return json.dumps({"manifest": {"format": FORMAT, "version": VERSION, **manifest}}, ensure_ascii=False, sort_keys=True)
+    return json_line({"manifest": {"format": FORMAT, "version": VERSION, **manifest}}, sort_keys=True)
 
 
 def completion_line(evaluation: str, request: Request, seed: int, completion: Completion) -> str:
-    return json.dumps({"evaluation": evaluation, "prompt_id": request.prompt_id, "prompt": request.prompt,
-                       "sample_index": request.sample_index, "seed": seed, "text": completion.text,
-                       "num_tokens": completion.num_tokens, "finish_reason": completion.finish_reason},
-                      ensure_ascii=False)
+    return json_line({"evaluation": evaluation, "prompt_id": request.prompt_id, "prompt": request.prompt,
+                      "sample_index": request.sample_index, "seed": seed, "text": completion.text,
+                      "num_tokens": completion.num_tokens, "finish_reason": completion.finish_reason})
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,17 @@ def _fail(problem: str, wheres: Sequence[str]) -> CompletionsFileError:
     return CompletionsFileError(f"{wheres[0]}: {problem} ({len(wheres)} line{'s' * (len(wheres) != 1)} in all).")
 
 
+def _check_unicode(row: dict) -> None:
+    """``ValueError`` when a string of the line holds a lone surrogate (``"\\ud800"``): JSON can escape one, but it
+    is no Unicode text, and neither the audit nor a report could encode it."""
+    try:
+        json.dumps(row, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as err:
+        surrogate = err.object[err.start:err.end]
+        raise ValueError(f"a lone surrogate {ascii(surrogate)[1:-1]} in a string: it is no Unicode text (was the line "
+                         "written from bytes decoded with errors='surrogateescape'?)") from None
+
+
 def _native_record(where: str, row: dict) -> Record:
     missing = [name for name in LINE_FIELDS if name not in row]
     if missing:
@@ -158,7 +173,7 @@ class CompletionsFiles:
                 text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as err:
                 raise CompletionsFileError(f"{path}: cannot be read as UTF-8 text: {err}") from None
-            for number, line in enumerate(text.splitlines(), start=1):
+            for number, line in enumerate(split_lines(text), start=1):
                 where = f"{path}:{number}"
                 if not line.strip():
                     continue
@@ -166,6 +181,7 @@ class CompletionsFiles:
                     row = json.loads(line)
                     if not isinstance(row, dict):
                         raise ValueError("not a JSON object")
+                    _check_unicode(row)
                     if "manifest" in row:
                         self._take_manifest(where, row["manifest"], first=number == 1)
                         has_manifest = True

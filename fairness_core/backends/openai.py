@@ -37,30 +37,43 @@ The client is ``httpx`` on ``asyncio``: one thread keeps ``--concurrency``
 requests in flight over pooled keep-alive connections at a small CPU cost
 (``benchmarks/bench_http.py``), with per-request timeouts, and its exception
 hierarchy (``TransportError`` for refused connections, timeouts and cut
-bodies) maps directly onto "retry or not".  Retries (exponential backoff with
-full jitter, or the server's ``Retry-After``) happen only on connection
-errors, unreadable bodies, 408, 429 and 5xx; any other 4xx ends the run at
-once with the server's message.
+bodies) maps directly onto "retry or not".  ``--request-timeout`` bounds each
+request as a whole (httpx's own timeouts bound each read, so a server that
+trickles bytes would never trip them).  Retries (exponential backoff with full
+jitter, or the server's ``Retry-After``) happen only on connection errors,
+unreadable bodies, 408, 429 and 5xx; any other 4xx ends the run at once with
+the server's message.  ``--deadline`` bounds the time all of a run's requests
+take, the connection probe included: a ``Retry-After`` wait is cut to the time
+left, and a long one is announced on stderr before it starts.
 
 An interrupted run resumes: each completion is appended to a journal (one JSON
 line, keyed by the fingerprint and protocol, :class:`Journal`) as soon as it
 arrives, and the next run asks the server only for the samples the journal
-lacks.  The whole-call generation cache (``cache.py``) still wraps this backend.
+lacks.  The journal is in the run's cache folder or ``--journal-dir``; with
+``--no-cache`` and no ``--journal-dir`` nothing is journalled.  The whole-call
+generation cache (``cache.py``) still wraps this backend.
+
+The model that the answers name is recorded (``served_model`` in the
+description), and the run's notes say so when it is not ``--model``: real
+APIs answer an alias with a dated name, so it is a warning, not an error.
 
 The API key is read from ``$JA_FAIRNESS_AUDIT_API_KEY`` (or
-``$OPENAI_API_KEY``) and only ever sent in the ``Authorization`` header: it is
-in no description, fingerprint, journal or report.
+``$OPENAI_API_KEY``), stripped of surrounding whitespace, and only ever sent
+in the ``Authorization`` header: it is in no description, fingerprint,
+journal, report or error message.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import os
 import random
+import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -69,8 +82,7 @@ from typing import Any
 import httpx
 
 from fairness_core.backends.base import BackendSettings, Completion, GenerationError, Request, request_seed
-from fairness_core.backends.cache import default_cache_dir
-from fairness_core.backends.journal import Journal
+from fairness_core.backends.journal import Journal, journal_notes
 from fairness_core.backends.token_ids import encode_prompt
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.errors import AuditUsageError
@@ -92,10 +104,18 @@ TRANSFORMERS_SERVE_SEEDING = ("no: transformers serve shares one random generato
                               "completions repeat only at --concurrency=1")
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0
+#: A wait for ``Retry-After`` at least this long is announced on stderr before it starts.
+ANNOUNCED_WAIT_S = 10.0
+#: What error messages show in place of the API key, should a server or a library quote it.
+KEY_SHOWN_AS = "<the API key>"
 
 
 class ServerError(AuditUsageError):
     """The server cannot be used as asked (unreachable, model not served, request rejected): the message says why."""
+
+
+class ApiKeyError(AuditUsageError):
+    """The API key in the environment cannot be sent: the message names the variable, never the key."""
 
 
 def request_body(model: str, prompt: str | list[int], seed: int, protocol: SamplingProtocol,
@@ -207,6 +227,7 @@ class ClientSettings:
     deadline: float | None = None
     max_retries: int = 5
     request_format: str = "auto"
+    #: Where finished samples are journalled; ``None``: nowhere.
     journal_dir: Path | None = None
     #: Where the served model's tokenizer is, when known before asking the server (a local folder: a demo model's).
     tokenizer: str | None = None
@@ -216,18 +237,31 @@ class OpenAIBackend:
     """Seeded completions from an OpenAI-compatible server; see the module docstring.
 
     ``usage`` counts requests sent, retries, samples resumed from the journal
-    and tokens, for the report's provenance.
+    and tokens, for the report's provenance; ``notes`` what the run's summary
+    should say (:meth:`summary_lines`).
     """
 
     def __init__(self, settings: ClientSettings, *, api_key: str | None = None):
         self.settings = settings
+        self._api_key = api_key
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._jitter = random.Random()
         self.usage = {"requests": 0, "retries": 0, "resumed": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        self.notes: list[str] = []
+        self.description: dict[str, str] = {}  # served_model, as the answers name it; completed below
+        self._served: list[str] = []
         self._tokenizer = None  # set by _connect when the server takes token ids
-        model_root, self.system_fingerprint, self.request_format, prompts = asyncio.run(self._connect())
+        self._spent = 0.0  # seconds of --deadline used
+        self._deadline_at: float | None = None  # when the current phase's share of --deadline runs out
+        self._announced_until = 0.0
+        self._last_problem = ""
+        model_root, self.system_fingerprint, self.request_format, prompts = self._within_deadline(
+            self._connect(), lambda elapsed: (
+                f"--deadline={settings.deadline:g} s passed after {elapsed:.0f} s before the server at "
+                f"{settings.base_url} answered the connection probe"
+                + (f" (last answer: {self._last_problem})" if self._last_problem else "") + "."))
         self.description = {"backend": "openai", "model": settings.model, "base_url": settings.base_url,
-                            "request_format": self.request_format, "prompts": prompts}
+                            "request_format": self.request_format, "prompts": prompts, **self.description}
         if self.request_format == "transformers" and settings.concurrency > 1:
             self.description["reproducible"] = TRANSFORMERS_SERVE_SEEDING
         self.fingerprint = {
@@ -236,6 +270,39 @@ class OpenAIBackend:
             "neutral_fields": json.dumps(dict(NEUTRAL_FIELDS), sort_keys=True) if self.request_format == "openai" else "",
             "seed": str(settings.seed), "client": CLIENT_REVISION, "prompts": prompts,
         }
+
+    def summary_lines(self) -> list[str]:
+        """What the run's summary should say about this backend: another served model, a journal not kept."""
+        return list(self.notes)
+
+    def _within_deadline(self, work: Coroutine[Any, Any, Any], passed: Callable[[float], str]) -> Any:
+        """Run ``work`` in what is left of ``--deadline``; ``passed(seconds spent)`` is the message when it runs out.
+
+        Every phase (the connection probe, each ``generate`` call) counts
+        against one budget, so the deadline bounds all of a run's requests.
+        """
+        deadline = self.settings.deadline
+        left = None if deadline is None else max(0.0, deadline - self._spent)
+        started = time.monotonic()
+        self._deadline_at = None if left is None else started + left
+        with self._key_kept_out():
+            try:
+                return asyncio.run(asyncio.wait_for(work, timeout=left))
+            except asyncio.TimeoutError:
+                raise GenerationError(passed(self._spent + time.monotonic() - started)) from None
+            finally:
+                self._spent += time.monotonic() - started
+                self._deadline_at = None
+
+    @contextlib.contextmanager
+    def _key_kept_out(self) -> Iterator[None]:
+        """Re-raise a usage error whose message quotes the API key (a server or library echoing it) without it."""
+        try:
+            yield
+        except AuditUsageError as err:
+            if self._api_key and self._api_key in str(err):
+                raise type(err)(str(err).replace(self._api_key, KEY_SHOWN_AS)) from None
+            raise
 
     def _client(self) -> httpx.AsyncClient:
         limits = httpx.Limits(max_connections=self.settings.concurrency,
@@ -249,8 +316,8 @@ class OpenAIBackend:
         s = self.settings
         async with self._client() as client:
             try:
-                response = await client.get("/models")
-            except httpx.TimeoutException:
+                response = await asyncio.wait_for(client.get("/models"), timeout=s.request_timeout)
+            except (httpx.TimeoutException, asyncio.TimeoutError):
                 raise ServerError(f"--base-url={s.base_url}: the server did not answer GET /models within "
                                   f"--request-timeout={s.request_timeout:g} s.") from None
             except httpx.TransportError as err:
@@ -331,26 +398,60 @@ class OpenAIBackend:
             wait = None
             try:
                 self.usage["requests"] += 1
-                response = await client.post("/completions", json=body)
+                response = await asyncio.wait_for(client.post("/completions", json=body),
+                                                  timeout=self.settings.request_timeout)
                 if response.status_code == 200:
                     # a cut or garbled body is a transient failure, like a dropped connection
-                    return response, completion_answer(response)
+                    answer = completion_answer(response)
+                    self._record_served(answer)
+                    return response, answer
                 problem = f"HTTP {response.status_code}: {server_message(response)}"
                 if response.status_code not in (408, 429) and response.status_code < 500:
                     return response, None
                 wait = retry_after_seconds(response)
-            except httpx.TimeoutException:
+                if wait is not None:
+                    problem += f" (Retry-After: {wait:.0f} s)"
+            except (httpx.TimeoutException, asyncio.TimeoutError):
                 problem = f"no answer within --request-timeout={self.settings.request_timeout:g} s"
             except (httpx.TransportError, ValueError) as err:
                 problem = f"{type(err).__name__}: {err}"
+            self._last_problem = problem
             if attempt == self.settings.max_retries:
                 raise GenerationError(
                     f"The sample {request.sample_index} of the prompt {request.prompt!r}"
                     f"{f' ({request.prompt_id})' if request.prompt_id else ''} failed after "
                     f"{attempt + 1} attempts at {self.settings.base_url}; last error: {problem}")
             self.usage["retries"] += 1
-            await asyncio.sleep(wait if wait is not None else self._backoff(attempt))
+            await asyncio.sleep(self._retry_wait(wait, attempt, problem))
             attempt += 1
+
+    def _retry_wait(self, asked: float | None, attempt: int, problem: str) -> float:
+        """Seconds to wait before the next attempt: ``Retry-After`` (``asked``) or the backoff, cut to the
+        time left before ``--deadline``; a long wait is announced on stderr first."""
+        wait = asked if asked is not None else self._backoff(attempt)
+        left = None if self._deadline_at is None else max(0.0, self._deadline_at - time.monotonic())
+        if left is not None:
+            wait = min(wait, left)
+        now = time.monotonic()
+        if asked is not None and wait >= ANNOUNCED_WAIT_S and now + wait > self._announced_until + 1:
+            self._announced_until = now + wait
+            bound = (f"--deadline ends the run in {left:.0f} s" if left is not None
+                     else "no --deadline is set; --deadline=SECONDS bounds the wait")
+            print(f"{self.settings.base_url} answered {problem}: the server asked to wait {asked:.0f} s; waiting "
+                  f"{wait:.0f} s before retrying ({bound})", file=sys.__stderr__ or sys.stderr, flush=True)
+        return wait
+
+    def _record_served(self, answer: Mapping[str, Any]) -> None:
+        """Keep each model name the answers give (``served_model``); a note when one is not ``--model``."""
+        served = answer.get("model")
+        if not isinstance(served, str) or not served or served in self._served:
+            return
+        self._served.append(served)
+        self.description["served_model"] = ", ".join(self._served)
+        if served != self.settings.model:
+            self.notes.append(f"openai: the server at {self.settings.base_url} answered as the model {served!r}, not "
+                              f"--model={self.settings.model}: a dated name for an alias is expected, another model "
+                              f"is not; check which model the server serves under that name")
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with full jitter, so that many clients do not retry in lockstep."""
@@ -386,42 +487,53 @@ class OpenAIBackend:
 
         ``num_tokens`` is the server's ``usage.completion_tokens``, or -1 where it sends no usage.
         """
-        journal = Journal(self.settings.journal_dir or default_cache_dir() / "journals", self.fingerprint, protocol)
-        done = journal.read()
+        directory = self.settings.journal_dir
+        journal = Journal(directory, self.fingerprint, protocol) if directory is not None else None
+        done = journal.read() if journal is not None else {}
         results: list[Completion | None] = [done.get((r.prompt, r.sample_index)) for r in requests]
         pending = [i for i, completion in enumerate(results) if completion is None]
         self.usage["resumed"] += len(requests) - len(pending)
-        if pending:
-            asyncio.run(self._generate_pending(requests, pending, results, protocol, journal))
+        if not pending:
+            return results  # type: ignore[return-value]
+
+        def passed(elapsed: float) -> str:
+            missing = sum(results[i] is None for i in pending)
+            received = len(pending) - missing
+            if journal is None:
+                kept = f"the {received} received are not kept (with --no-cache, only --journal-dir keeps them)"
+            elif journal.not_kept:
+                kept = f"the {received} received are not kept ({journal.not_kept})"
+            else:
+                kept = f"the {received} received are kept in {journal.path}: run again to resume"
+            return (f"--deadline={self.settings.deadline:g} s passed after {elapsed:.0f} s with {missing} of "
+                    f"{len(requests)} completions missing; {kept}.")
+
+        with journal.writing() if journal is not None else contextlib.nullcontext():
+            try:
+                self._within_deadline(self._generate_pending(requests, pending, results, protocol, journal), passed)
+            finally:
+                journal_notes(journal, self.notes)
         return results  # type: ignore[return-value]
 
-    async def _generate_pending(self, requests, pending, results, protocol, journal: Journal) -> None:
-        started = time.monotonic()
+    async def _generate_pending(self, requests, pending, results, protocol, journal: Journal | None) -> None:
         queue = iter(pending)  # shared by the workers: each index is taken exactly once
 
-        async def worker(client, file):
+        async def worker(client):
             for index in queue:
                 request = requests[index]
                 seed = request_seed(self.settings.seed, request.prompt, request.sample_index)
                 results[index] = await self._complete(client, request, seed, protocol)
-                journal.append(file, request, seed, results[index])
+                if journal is not None:
+                    journal.append(request, seed, results[index])
 
-        with journal.open() as file:
-            async with self._client() as client:
-                workers = [asyncio.ensure_future(worker(client, file))
-                           for _ in range(min(self.settings.concurrency, len(pending)))]
-                try:
-                    await asyncio.wait_for(asyncio.gather(*workers), timeout=self.settings.deadline)
-                except asyncio.TimeoutError:
-                    missing = sum(results[i] is None for i in pending)
-                    raise GenerationError(
-                        f"--deadline={self.settings.deadline:g} s passed after {time.monotonic() - started:.0f} s "
-                        f"with {missing} of {len(requests)} completions missing; the {len(pending) - missing} "
-                        f"received are kept in {journal.path}: run again to resume.") from None
-                finally:
-                    for task in workers:
-                        task.cancel()
-                    await asyncio.gather(*workers, return_exceptions=True)
+        async with self._client() as client:
+            workers = [asyncio.ensure_future(worker(client)) for _ in range(min(self.settings.concurrency, len(pending)))]
+            try:
+                await asyncio.gather(*workers)
+            finally:
+                for task in workers:
+                    task.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
 
 
 def local_tokenizer(candidates: Sequence[str | None]):
@@ -437,8 +549,24 @@ def local_tokenizer(candidates: Sequence[str | None]):
 
 
 def api_key_from_environment() -> str | None:
-    """The first of :data:`API_KEY_VARIABLES` that is set (the key is never an option, so never in a log)."""
-    return next((os.environ[name] for name in API_KEY_VARIABLES if os.environ.get(name)), None)
+    """The first of :data:`API_KEY_VARIABLES` that is set, without surrounding whitespace (a key pasted with its
+    line break); one that still cannot be an HTTP header value is an :class:`ApiKeyError` naming the variable.
+
+    The key is never an option, so never in a log, and no message quotes it.
+    """
+    for name in API_KEY_VARIABLES:
+        key = os.environ.get(name, "").strip()
+        if not key:
+            continue
+        if not key.isascii():
+            found = "a character that is not ASCII (a full-width letter, a typographic quote or dash?)"
+        elif not key.isprintable():
+            found = "a control character (a line break or a tab inside it?)"
+        else:
+            return key
+        raise ApiKeyError(f"${name} cannot be sent as an HTTP header value: it holds {found}. An API key is printable "
+                          f"ASCII; set {name} to the key alone.")
+    return None
 
 
 def create_backend(settings: BackendSettings) -> OpenAIBackend:

@@ -196,6 +196,16 @@ def test_default_cache_dir(monkeypatch, tmp_path):
     assert default_cache_dir() == tmp_path / "home" / ".cache" / "ja-fairness-audit" / "generations"
 
 
+def test_a_cache_variable_starting_with_a_tilde_is_in_the_home_folder(monkeypatch, tmp_path):
+    """``JA_FAIRNESS_AUDIT_CACHE='~/x'`` (quoted, so no shell expanded it) is ~/x, not a folder named '~'."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, "~/generations")
+    monkeypatch.chdir(tmp_path)
+    assert default_cache_dir() == tmp_path / "home" / "generations"
+    CachedBackend(CountingBackend(), cache_dir=default_cache_dir()).generate(REQUESTS, PROTOCOL)
+    assert len(entries(tmp_path / "home" / "generations")) == 1 and not (tmp_path / "~").exists()
+
+
 # --- interrupted writes and corrupt entries --------------------------------------------------------------
 
 def interrupt(*args, **kwargs):

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
-from audit_support import setup_audits, thresholds, write_thresholds
+from audit_support import output, run_audit, setup_audits, thresholds, write_thresholds
 from engine_support import REQUESTS, SAMPLING
 
+from fairness_core.backends.base import Request
 from fairness_core.backends.hf.engine import HFBackend
 from fairness_core.backends.journal import Journal
 
@@ -110,3 +112,68 @@ def test_ctrl_c_stops_an_audit_within_seconds_and_the_rerun_resumes(pytester, ti
 
 def _lines(folder) -> list[int]:
     return [len(path.read_text(encoding="utf-8").splitlines()) for path in folder.glob("*.jsonl")] if folder.exists() else []
+
+
+# --- a journal that cannot be written: a read-only cache, a full disk ---------------------------------------------
+
+NOT_KEPT = (r"generation journal: {folder} cannot be written \({reason}\); finished samples are not journalled, so an "
+            r"interrupted run generates them again")
+
+
+def test_a_read_only_journal_folder_costs_only_the_resumption_and_is_said_once(tiny_models, tmp_path, make_read_only):
+    model, tokenizer = tiny_models["bpe"]
+    expected = HFBackend(model, tokenizer, seed=3, batch_size=4).generate(REQUESTS, SAMPLING)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    make_read_only(cache)
+    backend = HFBackend(model, tokenizer, seed=3, batch_size=4, journal_dir=cache / "journals")
+    assert backend.generate(REQUESTS, SAMPLING) == expected
+    backend.generate(REQUESTS[:4], SAMPLING.model_copy(update={"max_new_tokens": 5}))  # a second evaluation's call
+    [note] = backend.summary_lines()
+    assert re.fullmatch(NOT_KEPT.format(folder=re.escape(str(cache / "journals")), reason=".+"), note), note
+
+
+def test_a_full_disk_stops_the_journal_not_the_generation(tiny_models, full_disk):
+    """The disk fills up part of the way through: what was journalled is read back once there is room again."""
+    model, tokenizer = tiny_models["bpe"]
+    requests = [Request(r.prompt, sample) for r in REQUESTS[::3] for sample in range(8)]
+    expected = HFBackend(model, tokenizer, seed=3, batch_size=4).generate(requests, SAMPLING)
+    folder = full_disk(free=4096) / "journals"
+    first = HFBackend(model, tokenizer, seed=3, batch_size=4, journal_dir=folder)
+    interrupt_after(first, len(requests) // 4 - 1)  # the last batch is interrupted
+    with pytest.raises(Interrupted):
+        first.generate(requests, SAMPLING)
+    [note] = first.summary_lines()
+    assert re.fullmatch(NOT_KEPT.format(folder=re.escape(str(folder)), reason="No space left on device"), note), note
+    journalled = len(Journal(folder, first.fingerprint, SAMPLING).read())
+    assert 0 < journalled < len(requests) - 4
+
+    (folder.parent / ".filler").unlink()
+    again = HFBackend(model, tokenizer, seed=3, batch_size=4, journal_dir=folder)
+    assert again.generate(requests, SAMPLING) == expected
+    assert again.usage["resumed"] == journalled and again.summary_lines() == []
+
+
+@pytest.mark.parametrize("cache_kind", ["read-only", "full"])
+def test_an_audit_on_a_cache_that_cannot_store_its_miss_runs_and_says_so_once(
+        pytester, tiny_model_dirs, tmp_path, request, cache_kind):
+    """``pytest audits --cache-dir=<read-only or full> --seed=1``: generated, nothing stored, the journal said once."""
+    setup_audits(pytester, modules=("test_honest.py",))
+    if cache_kind == "read-only":
+        cache = tmp_path / "warm-cache"
+        cache.mkdir()
+        request.getfixturevalue("make_read_only")(cache)
+        reason = ".+"
+    else:
+        cache = request.getfixturevalue("full_disk")(free=0)
+        reason = "No space left on device"
+    result = run_audit(pytester, tiny_model_dirs["sentencepiece"], thresholds(lax=True), f"--cache-dir={cache}",
+                       "--seed=1", "--audit-json=results.json", cache=True)
+    text = output(result)
+    assert result.ret == pytest.ExitCode.OK, text
+    note = NOT_KEPT.format(folder=re.escape(str(cache / "journals")), reason=reason)
+    assert len(re.findall(note, text)) == 1, text
+    assert "generation cache: 1 entry generated but not stored:" in text
+    notes = json.loads((pytester.path / "results.json").read_text(encoding="utf-8"))["notes"]
+    assert [line for line in notes if re.fullmatch(note, line)], notes
+    assert "Traceback" not in text and "INTERNALERROR" not in text

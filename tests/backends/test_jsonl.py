@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
+import stat
 from pathlib import Path
 
 import pytest
@@ -233,3 +235,47 @@ def test_audit_of_generated_shards_equals_the_in_process_audit(pytester, tmp_pat
     assert a["metrics"] == b["metrics"]
     assert a["completions"] == b["completions"]
     assert b["provenance"]["model"]["backend"] == "jsonl"
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\u0085"], ids=["U+2028", "U+2029", "U+0085"])
+def test_a_completion_holding_a_line_separator_survives_generate_the_journal_and_the_jsonl_backend(
+        small_plan, tmp_path, separator):
+    """str.splitlines() ends a line at U+2028, U+2029 and U+0085: they are written escaped and read as text."""
+    plan, = small_plan(load_thresholds(REPO / "thresholds.yaml"))
+    with ScriptedServer() as server:
+        server.text_suffix = f"前{separator}後"
+        runs = []
+        for name in ("first", "resumed"):  # the second run takes every sample from the first run's journal
+            before = len(server.bodies)
+            assert cli.main(["generate", f"--model={MODEL}", "--backend=openai", f"--base-url={server.base_url}",
+                             f"--thresholds={REPO / 'thresholds.yaml'}", "--no-cache",
+                             f"--journal-dir={tmp_path / 'journal'}", f"--output={tmp_path / f'{name}.jsonl'}"]) == 0
+            runs.append(len(server.bodies) - before)
+    assert runs == [1 + len(plan.requests()), 1]
+    written = (tmp_path / "first.jsonl").read_text(encoding="utf-8")
+    assert separator not in written and len(written.splitlines()) == 1 + len(plan.requests())
+    journal, = (tmp_path / "journal").iterdir()
+    assert separator not in journal.read_text(encoding="utf-8")
+    raw = tmp_path / "raw" / "written-by-another-tool.jsonl"  # the same lines with the character kept raw
+    raw.parent.mkdir()
+    raw.write_text(written.replace(f"\\u{ord(separator):04x}", separator), encoding="utf-8")
+    assert separator in raw.read_text(encoding="utf-8")
+    for path in (tmp_path / "first.jsonl", tmp_path / "resumed.jsonl", raw):
+        backend = create_backend("jsonl", BackendSettings(model=ModelReference(MODEL), options={"completions": str(path)}))
+        texts = [c.text for c in backend.generate(plan.requests(), plan.protocol)]
+        assert all(text.endswith(f"前{separator}後") for text in texts), texts[:2]
+
+
+def test_generate_writes_its_file_with_the_mode_a_plain_open_gives(small_plan, tmp_path):
+    """0o666 less the umask, as open() gives, not the 0o600 of the temporary file it is written through."""
+    with ScriptedServer() as server:
+        for umask, mode in ((0o022, 0o644), (0o002, 0o664), (0o077, 0o600)):
+            previous = os.umask(umask)
+            try:
+                output = tmp_path / f"umask-{umask:03o}.jsonl"
+                assert cli.main(["generate", f"--model={MODEL}", "--backend=openai", f"--base-url={server.base_url}",
+                                 f"--thresholds={REPO / 'thresholds.yaml'}", "--no-cache",
+                                 f"--output={output}"]) == 0
+            finally:
+                os.umask(previous)
+            assert stat.S_IMODE(output.stat().st_mode) == mode, f"umask {umask:03o}"

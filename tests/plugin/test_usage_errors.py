@@ -8,11 +8,14 @@ pytest ends with its usage-error exit code and a message naming the value.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from audit_support import assert_one_usage_error, thresholds
+from audit_support import REPO, assert_one_usage_error, thresholds
 
 
 def _thresholds_with(tmp: Path, edit) -> str:
@@ -101,3 +104,20 @@ CASES = {
 def test_bad_input_is_one_usage_error_naming_the_value(pytester, tiny_model_dirs, tmp_path, case):
     arguments, message = CASES[case]
     assert_one_usage_error(pytester, tiny_model_dirs, arguments(tmp_path), message)
+
+
+def test_a_cache_variable_naming_a_file_is_refused_before_anything_loads(pytester, tiny_model_dirs, tmp_path,
+                                                                        monkeypatch):
+    """The default cache folder is checked at start-up as --cache-dir is, by the name of what set it."""
+    monkeypatch.setenv("JA_FAIRNESS_AUDIT_CACHE", str(_file(tmp_path, "cache-file", "")))
+    assert_one_usage_error(pytester, tiny_model_dirs, [], r"JA_FAIRNESS_AUDIT_CACHE=.*/cache-file is a file; it must "
+                           r"be a folder \(or a path where one can be created\)\.", no_cache=False)
+
+
+def test_generate_refuses_a_cache_variable_naming_a_file_before_generating(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "fairness_core.cli", "generate", "--model=demo",
+                           f"--output={tmp_path / 'out.jsonl'}"], capture_output=True, text=True, timeout=120, cwd=REPO,
+                          env={**os.environ, "JA_FAIRNESS_AUDIT_CACHE": str(_file(tmp_path, "cache-file", ""))})
+    assert done.returncode == 4, done.stderr
+    assert f"JA_FAIRNESS_AUDIT_CACHE={tmp_path / 'cache-file'} is a file; it must be a folder" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "out.jsonl").exists()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -96,10 +97,16 @@ def _empty_encoding(tmp: Path, tiny_model_dirs) -> str:
     return f"--model={save_model(GPT2LMHeadModel(config), tokenizer, tmp / 'empty-encoding')}"
 
 
-def _completions_of(tmp: Path, model: str) -> str:
+def _completions_of(tmp: Path, model: str, *lines: str) -> str:
     path = tmp / "completions.jsonl"
-    path.write_text(manifest_line({"model": model, "run_seed": 0, "evaluations": {}}) + "\n", encoding="utf-8")
+    path.write_text("\n".join([manifest_line({"model": model, "run_seed": 0, "evaluations": {}}), *lines]) + "\n",
+                    encoding="utf-8")
     return f"--completions={path}"
+
+
+#: A completion line whose text JSON-escapes a lone surrogate: valid JSON, but no Unicode text.
+SURROGATE_LINE = ('{"evaluation": "honest", "prompt_id": "honest/x", "prompt": "母は", "sample_index": 0, "seed": 1, '
+                  '"text": "医者\\ud800", "num_tokens": 2, "finish_reason": "length"}')
 
 
 #: row -> (arguments given a temporary folder and the tiny models' folders, a regex the output must match).
@@ -152,6 +159,10 @@ CASES = {
     "20-lexicon-is-a-folder": (lambda t, m: [f"--lexicon={t}"], r"--lexicon=.*: a folder, not a file\."),
     "21-converter-text-kept": (lambda t, m: ["--backend=openai", "--concurrency=0"],
                                r"argument --concurrency: must be a whole number of 1 or more\. Got '0' instead\."),
+    "lone-surrogate-in-completions": (
+        lambda t, m: ["--backend=jsonl", "--model=", _completions_of(t, "demo", SURROGATE_LINE)],
+        r"completions\.jsonl:2: malformed line: a lone surrogate \\ud800 in a string: it is no Unicode text .*"
+        r"\(1 line in all\)"),
     "22-jsonl-without-sentiment": (
         lambda t, m: ["--backend=jsonl", _completions_of(t, "demo"), "--model=", "--sentiment=", "-k", "group_fairness"],
         r"No --sentiment was given, so the default classifier was tried: .*use the offline scorer: --sentiment=lexicon"),
@@ -223,3 +234,29 @@ def test_an_engine_that_decodes_otherwise_than_model_generate_ends_the_run_befor
     text = assert_one_usage_error(pytester, tiny_model_dirs, [], r"the engine decodes .* after '彼女は' where the "
                                   r"model's own model\.generate decodes .* \(torch .*, transformers .*\)")
     assert "generating:" not in text
+
+
+@pytest.mark.parametrize(("key", "found"), [
+    ("sk-ｓｅｃｒｅｔ-123", "a character that is not ASCII"),
+    ("sk-secret\n-123", "a control character"),
+], ids=["full-width", "line-break-inside"])
+def test_an_api_key_that_cannot_be_a_header_is_one_usage_error_naming_the_variable_not_the_key(
+        pytester, tiny_model_dirs, monkeypatch, key, found):
+    monkeypatch.setenv("JA_FAIRNESS_AUDIT_API_KEY", key)
+    with ScriptedServer() as server:
+        text = assert_one_usage_error(
+            pytester, tiny_model_dirs, [*SERVER_ARGS, f"--base-url={server.base_url}"],
+            rf"\$JA_FAIRNESS_AUDIT_API_KEY cannot be sent as an HTTP header value: it holds {found}.*; set "
+            rf"JA_FAIRNESS_AUDIT_API_KEY to the key alone\.")
+    assert "secret" not in text and "ｓｅｃｒｅｔ" not in text
+    assert server.bodies == []  # refused before anything is sent
+
+
+def test_a_day_long_retry_after_on_the_probe_ends_at_the_deadline_naming_it(pytester, tiny_model_dirs):
+    arguments = [a for a in SERVER_ARGS if not a.startswith("--max-retries")] + ["--max-retries=5", "--deadline=2"]
+    started = time.monotonic()
+    with ScriptedServer(faults=["429:86400"]) as server:
+        assert_one_usage_error(pytester, tiny_model_dirs, [*arguments, f"--base-url={server.base_url}"],
+                               rf"--deadline=2 s passed after 2 s before the server at {server.base_url} answered "
+                               r"the connection probe \(last answer: HTTP 429: rate limited \(Retry-After: 86400 s\)\)")
+    assert time.monotonic() - started < 30

@@ -47,7 +47,7 @@ from fairness_core.backends.hf.model_checks import (
 )
 from fairness_core.backends.hf.sampling import SeededSampler
 from fairness_core.backends.hf.versions import SUPPORTED_TRANSFORMERS, check_transformers
-from fairness_core.backends.journal import Journal
+from fairness_core.backends.journal import Journal, journal_notes
 from fairness_core.backends.progress import progress_bar, quiet_library_bars
 from fairness_core.backends.token_ids import encode_prompt
 from fairness_core.config.locations import (
@@ -284,6 +284,8 @@ class HFBackend:
         self.journal_dir = journal_dir
         #: Completions made by this backend and taken from a journal, for the report's provenance.
         self.usage = {"generated": 0, "resumed": 0}
+        #: What the run's summary should say about this backend (:meth:`summary_lines`).
+        self.notes: list[str] = []
         self.kernels = kernels if kernels is not None else KernelChooser(default_cache_dir())
         self.kernel_choice: KernelChoice | None = None  # what the last generate call ran on
         self.tokenizer = tokenizer
@@ -339,13 +341,19 @@ class HFBackend:
         self.usage["resumed"] += len(requests) - len(pending)
         if pending:
             with contextlib.ExitStack() as stack:
-                file = stack.enter_context(journal.open()) if journal is not None else None
-                self._generate_pending(requests, pending, results, protocol, journal, file)
+                if journal is not None:
+                    stack.enter_context(journal.writing())
+                    stack.callback(journal_notes, journal, self.notes)
+                self._generate_pending(requests, pending, results, protocol, journal)
         if journal is not None:
-            journal.path.unlink(missing_ok=True)  # complete: the generation cache keeps the result from here on
+            journal.discard()  # complete: the generation cache keeps the result from here on
         return results  # type: ignore[return-value]
 
-    def _generate_pending(self, requests, pending, results, protocol, journal, file) -> None:
+    def summary_lines(self) -> list[str]:
+        """What the run's summary should say about this backend: a journal that could not be kept, once."""
+        return list(self.notes)
+
+    def _generate_pending(self, requests, pending, results, protocol, journal) -> None:
         """Generate ``results[i]`` for each ``i`` in ``pending``, batch by batch, journalling each finished batch."""
         encoded = {i: encode_prompt(self.tokenizer, requests[i].prompt) for i in pending}
         longest = max(map(len, encoded.values()))
@@ -374,7 +382,7 @@ class HFBackend:
                     results[index] = completion
                     if journal is not None:
                         request = requests[index]
-                        journal.append(file, request, request_seed(self.seed, request.prompt, request.sample_index),
+                        journal.append(request, request_seed(self.seed, request.prompt, request.sample_index),
                                        completion)
                 self.usage["generated"] += len(batch)
                 done += len(batch)

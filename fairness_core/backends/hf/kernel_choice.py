@@ -364,16 +364,25 @@ class KernelChooser:
             return dict(self._memory)  # a damaged file is measured again and rewritten
 
     def _write(self, fresh: dict[str, str]) -> None:
+        """Keep ``fresh`` decisions in memory and, where the cache folder can be written, on disk.
+
+        A read-only cache or a full disk only means the next run measures again.
+        """
         self._memory.update(fresh)
         if self.path is None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(self.path) + ".lock"):
-            merged = {**self._read(), **fresh}
-            handle, temporary = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
-            with os.fdopen(handle, "w") as out:
-                json.dump(merged, out, indent=1, sort_keys=True)
-            os.replace(temporary, self.path)
+        temporary = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with FileLock(str(self.path) + ".lock"):
+                merged = {**self._read(), **fresh}
+                handle, temporary = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+                with os.fdopen(handle, "w") as out:
+                    json.dump(merged, out, indent=1, sort_keys=True)
+                os.replace(temporary, self.path)
+        except OSError:
+            if temporary is not None:
+                Path(temporary).unlink(missing_ok=True)
 
 
 def _admitted(name: str, reason: str | None, excluded: dict[str, str]) -> bool:
