@@ -62,8 +62,10 @@ def manifest(backend: Backend, settings: BackendSettings, prompt_sets: Sequence[
         "engine_version": fingerprint.get("versions", fingerprint.get("client", "")),
         "fingerprint": fingerprint, "run_seed": settings.seed, "shard": f"{shard[0]}/{shard[1]}",
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "prompt_format": settings.prompt_format.name,
         "evaluations": {s.evaluation: {"protocol": s.protocol.model_dump(), "prompts": len(s.prompts),
-                                       "prompt_set_sha256": prompt_set_sha256(p.text for p in s.prompts)}
+                                       "prompt_set_sha256": prompt_set_sha256(
+                                           (p.text for p in s.prompts), settings.prompt_format.identity(s.protocol))}
                         for s in prompt_sets},
     }
 

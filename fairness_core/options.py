@@ -24,6 +24,7 @@ from typing import Any
 
 from fairness_core.backends.base import BackendSettings, ModelReference
 from fairness_core.backends.catalog import BACKENDS, DEFAULT_BACKEND, backend_entry
+from fairness_core.backends.prompt_formats import PROMPT_FORMATS, PromptFormat
 from fairness_core.config import option_types as o
 from fairness_core.config.audit_options import AuditOptions
 from fairness_core.config.option_types import AUDIT, GENERATE, PLAN, Option
@@ -70,6 +71,12 @@ CACHE_DIR = Option("--cache-dir", "generation cache folder", Path,
 NO_CACHE = Option("--no-cache", "generate everything anew and store nothing", switch=True)
 AUDIT_JSON = Option("--audit-json", "write every number, decision and completion to this JSON file", Path,
                     commands=frozenset({AUDIT}))
+PROMPT_FORMAT = Option(
+    "--prompt-format", "how a template is put to the model: completion (the text to continue; base models), "
+    "chat-prefill (the start of the assistant's answer, in the chat template) or chat-instruction (a user turn asking "
+    "for the continuation; the answer is read after any echo of the template). Default completion for every model: "
+    "a format changes what is measured, so it is chosen, never inferred (docs/chat-models.md)",
+    o.one_of(*PROMPT_FORMATS), "completion")
 BASELINE = Option("--baseline", "an earlier --audit-json file: fail on significant regressions", Path,
                   commands=frozenset({AUDIT}))
 
@@ -85,7 +92,7 @@ GENERIC: tuple[Option, ...] = (
            "error halves it and retries)", o.batch_size, "auto"),
     Option("--seed", "sampling seed, a whole number >= 0; a completions file is audited with the seed that made it",
            o.seed, 0),
-    CACHE_DIR, NO_CACHE, AUDIT_JSON, BASELINE,
+    PROMPT_FORMAT, CACHE_DIR, NO_CACHE, AUDIT_JSON, BASELINE,
     Option("--output", "the JSONL file to write", Path, commands=frozenset({GENERATE}), required=frozenset({GENERATE})),
     Option("--shard", "i/n: this run's part of the prompts", shard, (1, 1), default_text="1/1",
            commands=frozenset({GENERATE})),
@@ -156,6 +163,7 @@ def audit_options(values: Mapping[str, Any], *, cache_dir: Path | None) -> tuple
         model=model, seed=values.get("seed", 0), revision=values.get("revision"),
         trust_remote_code=bool(values.get("trust_remote_code")), device=values.get("device", "auto"),
         dtype=values.get("dtype", "auto"), batch_size=values.get("batch_size", "auto"),
+        prompt_format=PromptFormat(values.get(PROMPT_FORMAT.dest) or PROMPT_FORMAT.default),
         options={option.dest: values.get(option.dest, option.default) for option in entry.options},
         cache_dir=cache_dir)
     return AuditOptions(settings, backend=backend, values=dict(values)), problems

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from fairness_core.backends.prompt_formats import PromptFormat
 from fairness_core.errors import AuditUsageError
 
 if TYPE_CHECKING:
@@ -109,6 +110,8 @@ class BackendSettings:
     device: str = "auto"
     dtype: str = "auto"
     batch_size: int | str = "auto"
+    #: How a prompt is put to the model (``--prompt-format``): every backend renders requests with it.
+    prompt_format: PromptFormat = field(default_factory=lambda: PromptFormat())
     options: Mapping[str, Any] = field(default_factory=dict)
     #: The run's cache folder (``--cache-dir``), where a backend keeps what outlives a run: the CPU kernel
     #: choices, the HTTP client's journal of finished samples.  ``None`` with ``--no-cache``.

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 from filelock import FileLock
 
 from fairness_core.backends.base import Backend, Completion, Request
+from fairness_core.config.chat_framings import framing_text
 
 if TYPE_CHECKING:
     from fairness_core.config.thresholds import SamplingProtocol
@@ -64,12 +65,17 @@ def default_cache_source() -> str:
 
 
 def cache_key(fingerprint: Mapping[str, str], requests: Sequence[Request], protocol: SamplingProtocol) -> str:
-    """SHA-256 of the canonical JSON of everything that determines the completions."""
+    """SHA-256 of the canonical JSON of everything that determines the completions.
+
+    Under a chat format (named in the fingerprint) the framing's text counts
+    too, not only its id: the user turn is part of what the model is asked.
+    """
     payload = {
         "format": CACHE_FORMAT,
         "fingerprint": dict(sorted(fingerprint.items())),
         "protocol": protocol.model_dump(),
         "requests": [[r.prompt, r.sample_index] for r in requests],
+        **({"framing": framing_text(protocol.chat.framing)} if fingerprint.get("prompt_format") else {}),
     }
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
 

@@ -45,8 +45,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from fairness_core.backends.base import BackendSettings, Completion, Request, request_seed
 from fairness_core.backends.journal import json_line, split_lines
+from fairness_core.backends.prompt_formats import PromptFormat
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.errors import AuditUsageError
 
@@ -59,13 +62,15 @@ class CompletionsFileError(AuditUsageError):
     """A completions file cannot be audited: the message names the first offending file:line and the count."""
 
 
-def prompt_set_sha256(prompts: Iterable[str]) -> str:
-    """The hash of a set of prompt texts, independent of order and repetition.
+def prompt_set_sha256(prompts: Iterable[str], framing: str = "") -> str:
+    """The hash of a set of prompt texts, independent of order and repetition, and of how they were put to the
+    model (``framing``: :meth:`~fairness_core.backends.prompt_formats.PromptFormat.identity`).
 
-    >>> prompt_set_sha256(["b", "a", "a"]) == prompt_set_sha256(["a", "b"])
+    >>> prompt_set_sha256(["b", "a", "a"]) == prompt_set_sha256(["a", "b"]) != prompt_set_sha256(["a", "b"], "chat")
     True
     """
-    return hashlib.sha256("\n".join(sorted(set(prompts))).encode()).hexdigest()
+    text = "\n".join(sorted(set(prompts))) + (f"\x00{framing}" if framing else "")
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def manifest_line(manifest: Mapping[str, Any]) -> str:
@@ -244,10 +249,17 @@ def _run_identity(manifest: Mapping[str, Any]) -> dict[str, Any]:
 class JSONLBackend:
     """A backend that answers from completion files; it generates nothing, it checks and looks up."""
 
-    def __init__(self, files: CompletionsFiles, *, seed: int = 0, model: str | None = None):
+    def __init__(self, files: CompletionsFiles, *, seed: int = 0, model: str | None = None,
+                 prompt_format: PromptFormat = PromptFormat()):
         self.files = files
         self.seed = seed
+        self.prompt_format = prompt_format
         manifest = files.manifest or {}
+        made_as = manifest.get("prompt_format", "completion") if manifest else prompt_format.name
+        if made_as != prompt_format.name:
+            raise CompletionsFileError(f"{files.paths[0]}:1: the completions were generated with --prompt-format="
+                                       f"{made_as}, the audit runs with --prompt-format={prompt_format.name}: pass "
+                                       f"--prompt-format={made_as}, or generate the files again in this format.")
         if manifest and manifest.get("run_seed") != seed:
             raise CompletionsFileError(f"{files.paths[0]}:1: the completions were generated with run seed "
                                        f"{manifest.get('run_seed')}, the audit runs with --seed={seed}: "
@@ -281,8 +293,8 @@ class JSONLBackend:
         """The evaluation of the files with this protocol and prompt set; a mismatch is a usage error."""
         evaluations = (self.files.manifest or {}).get("evaluations", {})
         where = f"{self.files.paths[0]}:1"
-        wanted = prompt_set_sha256(r.prompt for r in requests)
-        same_protocol = [name for name, e in evaluations.items() if e["protocol"] == protocol.model_dump()]
+        wanted = prompt_set_sha256((r.prompt for r in requests), self.prompt_format.identity(protocol))
+        same_protocol = [name for name, e in evaluations.items() if _recorded_protocol(e["protocol"]) == protocol]
         if not same_protocol:
             recorded = "; ".join(f"{name}: {e['protocol']}" for name, e in evaluations.items())
             raise CompletionsFileError(f"{where}: no evaluation in the files has the audit's protocol "
@@ -319,6 +331,15 @@ class JSONLBackend:
         return [records[key_of(r)].completion for r in requests]
 
 
+def _recorded_protocol(recorded: Any) -> SamplingProtocol | None:
+    """A manifest's protocol with the defaults of fields it predates (a file from before chat formats has no
+    ``chat``); ``None`` when it is no protocol this audit knows."""
+    try:
+        return SamplingProtocol.model_validate(recorded)
+    except ValidationError:
+        return None
+
+
 def _file_line_order(where: str) -> tuple[str, int]:
     path, _, line = where.rpartition(":")
     return path, int(line)
@@ -332,4 +353,5 @@ def create_backend(settings: BackendSettings) -> JSONLBackend:
     spec = settings.options.get("completions")
     if not spec:
         raise CompletionsFileError("--backend=jsonl needs --completions=PATH (a JSONL file, a folder of shards or a glob).")
-    return JSONLBackend(CompletionsFiles(resolve_paths(spec)), seed=settings.seed, model=settings.model.name or None)
+    return JSONLBackend(CompletionsFiles(resolve_paths(spec)), seed=settings.seed, model=settings.model.name or None,
+                        prompt_format=settings.prompt_format)

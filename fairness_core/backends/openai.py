@@ -16,7 +16,7 @@ servers have their own defaults (llama.cpp's server adds ``min_p`` 0.05 and
 
 Prompts go as token ids wherever the server takes them (vLLM does, and the
 OpenAI schema allows a list of ids): the ids the in-process engine feeds the
-model (``prompts.encode_prompt``), from the model's own tokenizer found
+model (:mod:`~fairness_core.backends.prompt_formats`), from the model's own tokenizer found
 locally (a demo name, a folder, the hub cache, or the ``root`` the server
 lists).  A server that tokenizes text itself may append an end token, as vLLM
 and ``transformers serve`` do for SentencePiece (彼女は → ``[372, 1]``): the
@@ -24,6 +24,18 @@ model then continues a text that has ended, and the audit measures another
 distribution (0.247 for a planted 0.30).  Where a server takes only text, the
 client compares its prompt token count with the local one and the
 description (so the report) says what it found.
+
+Under a chat format (``--prompt-format=chat-prefill`` or ``chat-instruction``)
+requests go to ``/chat/completions`` as the framing's turns, with the same
+seeds, retries, journal and resumption; ``chat-prefill`` adds
+``continue_final_message: true, add_generation_prompt: false``, which vLLM
+and llama.cpp read.  A server that refuses those turns (``transformers serve``
+cannot continue an assistant message: a 422 naming the switches) or has no
+chat route gets them rendered here, by the model's chat template from a local
+copy of its tokenizer, and posted to ``/completions`` (as ids where it takes
+them, else as text without the template's BOS).  A chat API's own refusal
+(finish reason ``content_filter``, a ``message.refusal``) is kept as the finish
+reason ``content_filter``: the evaluations count it as a refusal.
 
 ``--request-format=auto`` (the default) sends one probe request in the
 ``openai`` format when the backend is created and switches to
@@ -83,7 +95,7 @@ import httpx
 
 from fairness_core.backends.base import BackendSettings, Completion, GenerationError, Request, request_seed
 from fairness_core.backends.journal import Journal, journal_notes
-from fairness_core.backends.token_ids import encode_prompt
+from fairness_core.backends.prompt_formats import PromptFormat
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.errors import AuditUsageError
 
@@ -98,6 +110,14 @@ NEUTRAL_FIELDS: Mapping[str, float | int] = {
     "frequency_penalty": 0.0, "typical_p": 1.0, "mirostat": 0, "dry_multiplier": 0.0, "xtc_probability": 0.0,
 }
 FINISH_REASONS = ("stop", "length")
+#: The finish reason of an answer a chat API withheld or filtered (OpenAI's ``content_filter``): a refusal.
+REFUSED = "content_filter"
+#: Where a request is posted: text or token ids to continue, or chat turns for the server's chat template.
+ROUTES = {"completions": "/completions", "chat": "/chat/completions"}
+#: What the report says of prompts sent as chat turns.
+CHAT_PROMPTS = "chat turns (POST /chat/completions: the server renders them with the model's chat template)"
+#: The protocol of the requests that probe a server: one token, greedy enough to be cheap.
+PROBE_PROTOCOL = SamplingProtocol(num_samples=1, max_new_tokens=1)
 #: ``transformers serve`` seeds one process-wide torch generator per request, so requests in flight together
 #: draw from each other's streams: measured, 60 of 60 completions repeat at concurrency 1, 0-2 of 60 at 4 or 16.
 TRANSFORMERS_SERVE_SEEDING = ("no: transformers serve shares one random generator between the requests in flight; "
@@ -119,21 +139,24 @@ class ApiKeyError(AuditUsageError):
 
 
 def request_body(model: str, prompt: str | list[int], seed: int, protocol: SamplingProtocol,
-                 request_format: str) -> dict[str, Any]:
-    """The JSON body of one completion request in ``request_format`` (``openai`` or ``transformers``).
+                 request_format: str, *, chat: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON body of one request in ``request_format`` (``openai`` or ``transformers``).
 
-    Greedy decoding (``do_sample: false``) is ``temperature`` 0 in the ``openai``
-    format (vLLM and llama.cpp read it so) and ``do_sample: false`` in a
-    ``generation_config``.
+    ``chat`` (the turns and template switches of :meth:`PromptFormat.chat_request`) makes it a
+    ``/chat/completions`` body in place of ``prompt``.  Greedy decoding
+    (``do_sample: false``) is ``temperature`` 0 in the ``openai`` format (vLLM
+    and llama.cpp read it so) and ``do_sample: false`` in a ``generation_config``.
 
     >>> body = request_body("m", "母は", 7, SamplingProtocol(), "openai")
     >>> body["top_k"], body["min_p"], body["n"], body["seed"]
     (50, 0.0, 1, 7)
     >>> json.loads(request_body("m", "母は", 7, SamplingProtocol(), "transformers")["generation_config"])["top_k"]
     50
+    >>> sorted(request_body("m", "", 7, SamplingProtocol(), "openai", chat={"messages": []}).keys())[:3]
+    ['dry_multiplier', 'frequency_penalty', 'max_tokens']
     """
-    body: dict[str, Any] = {"model": model, "prompt": prompt, "n": 1, "seed": seed, "stream": False,
-                            "max_tokens": protocol.max_new_tokens}
+    body: dict[str, Any] = {"model": model, **(dict(chat) if chat is not None else {"prompt": prompt}), "n": 1,
+                            "seed": seed, "stream": False, "max_tokens": protocol.max_new_tokens}
     if request_format == "transformers":
         body["generation_config"] = json.dumps({
             "do_sample": protocol.do_sample, "temperature": protocol.temperature, "top_k": protocol.top_k,
@@ -161,18 +184,33 @@ def server_message(response: httpx.Response) -> str:
     return json.dumps(body, ensure_ascii=False)[:500]
 
 
-def completion_answer(response: httpx.Response) -> dict[str, Any]:
-    """The JSON body of a 200 answer to ``POST /completions``, checked to have the shape the client reads.
+def answer_text(choice: Any) -> str | None:
+    """The text of one choice: ``text`` (``/completions``) or ``message.content`` (``/chat/completions``, where a
+    refusal field or a content filter may leave it null: then ``""``); ``None`` when it has neither shape."""
+    if not isinstance(choice, dict):
+        return None
+    if isinstance(choice.get("text"), str):
+        return choice["text"]
+    message = choice.get("message")
+    if isinstance(message, dict) and isinstance(message.get("content"), str | None):
+        return message.get("content") or message.get("refusal") or ""
+    return None
 
-    An object with a ``choices`` list of objects holding a string ``text``, and
-    a ``usage`` object of whole-number counts if there is one.  Anything else
-    raises ``ValueError`` quoting the start of the body: the client retries it
-    as a garbled answer and in the end reports it, never a Python error.
+
+def completion_answer(response: httpx.Response) -> dict[str, Any]:
+    """The JSON body of a 200 answer to ``POST /completions`` or ``/chat/completions``, checked to have the shape
+    the client reads.
+
+    An object with a ``choices`` list of objects holding a string ``text`` (or a
+    ``message`` with a string or null ``content``), and a ``usage`` object of
+    whole-number counts if there is one.  Anything else raises ``ValueError``
+    quoting the start of the body: the client retries it as a garbled answer
+    and in the end reports it, never a Python error.
 
     >>> completion_answer(httpx.Response(200, json={"choices": ["hello"]}))
     Traceback (most recent call last):
     ...
-    ValueError: the body is not an OpenAI completion (choices[0] is not an object with a string 'text'): '{"choices":["hello"]}'
+    ValueError: the body is not an OpenAI completion (a choice has no string 'text' nor a 'message'): '{"choices":["hello"]}'
     """
     body = response.json()
     problem = None
@@ -180,8 +218,8 @@ def completion_answer(response: httpx.Response) -> dict[str, Any]:
         problem = f"a JSON {type(body).__name__}, not an object"
     elif not isinstance(body.get("choices"), list):
         problem = "no 'choices' list"
-    elif not all(isinstance(c, dict) and isinstance(c.get("text"), str) for c in body["choices"]):
-        problem = "choices[0] is not an object with a string 'text'"
+    elif not all(answer_text(c) is not None for c in body["choices"]):
+        problem = "a choice has no string 'text' nor a 'message'"
     elif not isinstance(body.get("usage") or {}, dict):
         problem = "'usage' is not an object"
     else:
@@ -231,6 +269,8 @@ class ClientSettings:
     journal_dir: Path | None = None
     #: Where the served model's tokenizer is, when known before asking the server (a local folder: a demo model's).
     tokenizer: str | None = None
+    #: How a prompt is put to the model (``--prompt-format``): a chat format goes to ``/chat/completions``.
+    prompt_format: PromptFormat = PromptFormat()
 
 
 class OpenAIBackend:
@@ -251,6 +291,8 @@ class OpenAIBackend:
         self.description: dict[str, str] = {}  # served_model, as the answers name it; completed below
         self._served: list[str] = []
         self._tokenizer = None  # set by _connect when the server takes token ids
+        self._renderer = None  # (source, tokenizer) that renders chat turns as text, where a server cannot
+        self.route = "completions"  # or "chat": where requests are posted (:data:`ROUTES`), chosen by _connect
         self._spent = 0.0  # seconds of --deadline used
         self._deadline_at: float | None = None  # when the current phase's share of --deadline runs out
         self._announced_until = 0.0
@@ -262,6 +304,8 @@ class OpenAIBackend:
                 + (f" (last answer: {self._last_problem})" if self._last_problem else "") + "."))
         self.description = {"backend": "openai", "model": settings.model, "base_url": settings.base_url,
                             "request_format": self.request_format, "prompts": prompts, **self.description}
+        if settings.prompt_format.is_chat:
+            self.description["prompt_format"] = settings.prompt_format.name
         if self.request_format == "transformers" and settings.concurrency > 1:
             self.description["reproducible"] = TRANSFORMERS_SERVE_SEEDING
         self.fingerprint = {
@@ -269,6 +313,8 @@ class OpenAIBackend:
             "system_fingerprint": self.system_fingerprint or "(none sent)", "request_format": self.request_format,
             "neutral_fields": json.dumps(dict(NEUTRAL_FIELDS), sort_keys=True) if self.request_format == "openai" else "",
             "seed": str(settings.seed), "client": CLIENT_REVISION, "prompts": prompts,
+            **settings.prompt_format.fingerprint(self._renderer[1] if self._renderer else self._tokenizer),
+            **({"route": self.route} if settings.prompt_format.is_chat else {}),
         }
 
     def summary_lines(self) -> list[str]:
@@ -334,28 +380,74 @@ class OpenAIBackend:
                 raise ServerError(f"--model={s.model} is not served at {s.base_url}; it serves: "
                                   f"{', '.join(map(str, served)) or '(nothing)'}")
             model_root = str(served[s.model].get("root", s.model))
-            probe = Request("こんにちは")
-            formats = ["openai", "transformers"] if s.request_format == "auto" else [s.request_format]
-            for request_format in formats:
-                body = request_body(s.model, probe.prompt, 0, SamplingProtocol(max_new_tokens=1), request_format)
-                try:
-                    response, answer = await self._post(client, body, probe)
-                except GenerationError as err:
-                    raise ServerError(f"--base-url={s.base_url}: the server lists the model but its first completion "
-                                      f"request failed: {err}") from None
-                if answer is not None:
-                    prompts = await self._prompts(client, request_format, probe, answer, model_root)
-                    return model_root, answer.get("system_fingerprint"), request_format, prompts
-                message = server_message(response)
-                hint = auth_hint(response.status_code)
-                if hint:
-                    raise ServerError(f"--base-url={s.base_url} refused the completion request (HTTP "
-                                      f"{response.status_code}): {message}.{hint}")
-                if not any(field in message for field in ("top_k", *NEUTRAL_FIELDS)):
-                    break
-            raise ServerError(f"{s.base_url} rejects the completion request (HTTP {response.status_code}): {message}. "
-                              f"Request formats tried: {', '.join(formats[:formats.index(request_format) + 1])}; "
-                              "the audit needs a server that takes top_k, top_p, temperature and seed.")
+            for route in (("chat", "completions") if s.prompt_format.is_chat else ("completions",)):
+                connected = await self._probe(client, route, model_root)
+                if connected is not None:
+                    return model_root, *connected
+            raise AssertionError("unreachable: the completions route either connects or raises")
+
+    async def _probe(self, client: httpx.AsyncClient, route: str,
+                     model_root: str) -> tuple[str | None, str, str] | None:
+        """One probe request on ``route`` in each request format: the server's system fingerprint, the format to
+        use and how prompts are sent; ``None`` when a chat server cannot take this format's turns (the audit then
+        renders them itself and posts them to ``/completions``)."""
+        s = self.settings
+        probe = Request("こんにちは")
+        if route == "completions" and s.prompt_format.is_chat:
+            self._renderer = self._chat_tokenizer(model_root)
+        formats = ["openai", "transformers"] if s.request_format == "auto" else [s.request_format]
+        for request_format in formats:
+            body = self._body(probe, 0, PROBE_PROTOCOL, request_format, route)
+            try:
+                response, answer = await self._post(client, body, probe, route)
+            except GenerationError as err:
+                raise ServerError(f"--base-url={s.base_url}: the server lists the model but its first "
+                                  f"{ROUTES[route]} request failed: {err}") from None
+            if answer is not None:
+                self.route = route
+                prompts = (CHAT_PROMPTS if route == "chat"
+                           else await self._prompts(client, request_format, probe, answer, model_root))
+                return answer.get("system_fingerprint"), request_format, prompts
+            message = server_message(response)
+            hint = auth_hint(response.status_code)
+            if hint:
+                raise ServerError(f"--base-url={s.base_url} refused the completion request (HTTP "
+                                  f"{response.status_code}): {message}.{hint}")
+            if route == "chat" and (response.status_code in (404, 405)
+                                    or any(switch in message for switch in s.prompt_format.template_flags())):
+                return None
+            if not any(field in message for field in ("top_k", *NEUTRAL_FIELDS)):
+                break
+        raise ServerError(f"{s.base_url} rejects the {ROUTES[route]} request (HTTP {response.status_code}): {message}. "
+                          f"Request formats tried: {', '.join(formats[:formats.index(request_format) + 1])}; "
+                          "the audit needs a server that takes top_k, top_p, temperature and seed.")
+
+    def _chat_tokenizer(self, model_root: str):
+        """The served model's tokenizer, found locally, to render chat turns where the server cannot (a
+        ``transformers serve`` cannot continue an assistant message); a usage error when there is none."""
+        s = self.settings
+        found = local_tokenizer([s.tokenizer, s.model, model_root])
+        if found is None or not getattr(found[1], "chat_template", None):
+            raise ServerError(
+                f"--prompt-format={s.prompt_format.name}: the server at {s.base_url} does not take these chat turns on "
+                f"/chat/completions, and no local copy of the model's tokenizer with a chat template was found to "
+                f"render them for /completions. Give --model as a local folder, or use --prompt-format=chat-instruction.")
+        return found
+
+    def _body(self, request: Request, seed: int, protocol: SamplingProtocol, request_format: str,
+              route: str) -> dict[str, Any]:
+        """The body of ``request`` on ``route``: chat turns, token ids, or text (rendered by the chat template)."""
+        fmt = self.settings.prompt_format
+        if route == "chat":
+            return request_body(self.settings.model, "", seed, protocol, request_format,
+                                chat=fmt.chat_request(request.prompt, protocol))
+        if self._tokenizer is not None:
+            prompt: str | list[int] = fmt.encode(self._tokenizer, request.prompt, protocol)
+        elif fmt.is_chat:
+            prompt = fmt.render(self._renderer[1], request.prompt, protocol)
+        else:
+            prompt = request.prompt
+        return request_body(self.settings.model, prompt, seed, protocol, request_format)
 
     async def _prompts(self, client: httpx.AsyncClient, request_format: str, probe: Request, answer: dict[str, Any],
                        model_root: str) -> str:
@@ -366,39 +458,39 @@ class OpenAIBackend:
         appends, or a local tokenizer that is not the server's (then ids are not sent).
         """
         s = self.settings
-        found = local_tokenizer([s.tokenizer, s.model, model_root])
+        found = self._renderer or local_tokenizer([s.tokenizer, s.model, model_root])
         if found is None:
             return ("text: no local copy of the model's tokenizer was found, so an end token that the server "
                     "appends to each prompt cannot be detected")
         source, tokenizer = found
-        ids = encode_prompt(tokenizer, probe.prompt)
+        ids = s.prompt_format.encode(tokenizer, probe.prompt, PROBE_PROTOCOL)
         counted = (answer.get("usage") or {}).get("prompt_tokens")
         if counted is not None and counted not in (len(ids), len(ids) + 1):
             return (f"text: the server counts {counted} tokens in {probe.prompt!r} where the tokenizer at {source} "
                     f"gives {len(ids)}: it is not the served model's tokenizer, so ids are not sent")
-        body = request_body(s.model, ids, 0, SamplingProtocol(max_new_tokens=1), request_format)
+        body = request_body(s.model, ids, 0, PROBE_PROTOCOL, request_format)
         try:
-            _, taken = await self._post(client, body, probe)
+            _, taken = await self._post(client, body, probe, "completions")
         except GenerationError:
             taken = None
         if taken is not None:
             self._tokenizer = tokenizer
-            return f"token ids (encode_prompt, tokenizer at {source})"
+            return f"token ids (the in-process engine's encoding, tokenizer at {source})"
         appended = f"appends {counted - len(ids)} token" if counted is not None and counted > len(ids) else None
         return (f"text (the server takes no token ids); it {appended} to each prompt ({probe.prompt!r}: {counted} "
-                f"tokens there, {len(ids)} in encode_prompt), which the model reads as the end of the text"
-                if appended else "text (the server takes no token ids); its prompt token counts match encode_prompt's")
+                f"tokens there, {len(ids)} locally), which the model reads as the end of the text"
+                if appended else "text (the server takes no token ids); its prompt token counts match the local encoding's")
 
-    async def _post(self, client: httpx.AsyncClient, body: dict,
-                    request: Request) -> tuple[httpx.Response, dict[str, Any] | None]:
-        """POST ``/completions``, retrying transient failures: the final response and, for a 200, its checked body
+    async def _post(self, client: httpx.AsyncClient, body: dict, request: Request,
+                    route: str) -> tuple[httpx.Response, dict[str, Any] | None]:
+        """POST to ``route`` (:data:`ROUTES`), retrying transient failures: the final response and, for a 200, its checked body
         (:func:`completion_answer`); ``None`` with a 4xx to report."""
         attempt = 0
         while True:
             wait = None
             try:
                 self.usage["requests"] += 1
-                response = await asyncio.wait_for(client.post("/completions", json=body),
+                response = await asyncio.wait_for(client.post(ROUTES[route], json=body),
                                                   timeout=self.settings.request_timeout)
                 if response.status_code == 200:
                     # a cut or garbled body is a transient failure, like a dropped connection
@@ -459,9 +551,8 @@ class OpenAIBackend:
 
     async def _complete(self, client: httpx.AsyncClient, request: Request, seed: int,
                         protocol: SamplingProtocol) -> Completion:
-        prompt = request.prompt if self._tokenizer is None else encode_prompt(self._tokenizer, request.prompt)
-        body = request_body(self.settings.model, prompt, seed, protocol, self.request_format)
-        response, answer = await self._post(client, body, request)
+        body = self._body(request, seed, protocol, self.request_format, self.route)
+        response, answer = await self._post(client, body, request, self.route)
         where = f"the sample {request.sample_index} of the prompt {request.prompt!r}"
         if answer is None:
             raise ServerError(f"{self.settings.base_url} rejected {where} (HTTP {response.status_code}): "
@@ -470,9 +561,12 @@ class OpenAIBackend:
         if len(choices) != 1:
             raise GenerationError(f"The server returned {len(choices)} choices for {where}; exactly 1 was asked for (n=1).")
         choice = choices[0]
-        if choice.get("finish_reason") not in FINISH_REASONS or not isinstance(choice.get("text"), str):
+        allowed = FINISH_REASONS if self.route == "completions" else (*FINISH_REASONS, REFUSED)
+        if choice.get("finish_reason") not in allowed:
             raise GenerationError(f"The server ended {where} with finish_reason={choice.get('finish_reason')!r}; "
-                                  f"allowed: {', '.join(FINISH_REASONS)}.")
+                                  f"allowed: {', '.join(allowed)}.")
+        # A chat API's own refusal (a filtered answer, OpenAI's message.refusal) is a refusal whatever the text.
+        refused = choice["finish_reason"] == REFUSED or bool((choice.get("message") or {}).get("refusal"))
         usage = answer.get("usage") or {}
         num_tokens = usage.get("completion_tokens")
         if num_tokens is not None and num_tokens > protocol.max_new_tokens:
@@ -480,13 +574,15 @@ class OpenAIBackend:
                                   f"{protocol.max_new_tokens}: it does not honour the protocol.")
         self.usage["prompt_tokens"] += usage.get("prompt_tokens", 0)
         self.usage["completion_tokens"] += num_tokens or 0
-        return Completion(choice["text"], -1 if num_tokens is None else num_tokens, choice["finish_reason"])
+        return Completion(answer_text(choice) or "", -1 if num_tokens is None else num_tokens,
+                          REFUSED if refused else choice["finish_reason"])
 
     def generate(self, requests: Sequence[Request], protocol: SamplingProtocol) -> list[Completion]:
         """One completion per request, in order; samples already in the journal are not asked for again.
 
         ``num_tokens`` is the server's ``usage.completion_tokens``, or -1 where it sends no usage.
         """
+        protocol = self.settings.prompt_format.sampled(protocol)
         directory = self.settings.journal_dir
         journal = Journal(directory, self.fingerprint, protocol) if directory is not None else None
         done = journal.read() if journal is not None else {}
@@ -575,7 +671,7 @@ def create_backend(settings: BackendSettings) -> OpenAIBackend:
     return OpenAIBackend(ClientSettings(
         base_url=o["base_url"], model=settings.model.name, seed=settings.seed, concurrency=o["concurrency"],
         request_timeout=o["request_timeout"], deadline=o["deadline"], max_retries=o["max_retries"],
-        request_format=o["request_format"],
+        request_format=o["request_format"], prompt_format=settings.prompt_format,
         journal_dir=o["journal_dir"] or (settings.cache_dir / "journals" if settings.cache_dir else None),
         tokenizer=settings.model.location if settings.model.local else None,
     ), api_key=api_key_from_environment())

@@ -6,9 +6,12 @@ takes all of an evaluation's requests.  Each request gets its own
 draws that sample from its own generator, so a completion does not depend on
 which other requests share its batch (one seed for a list would give every
 prompt the same noise).  Prompts go in as token ids from
-``prompts.encode_prompt``: tokenizing the text, vLLM would append the ``</s>`` that
+``token_ids.encode_prompt``: tokenizing the text, vLLM would append the ``</s>`` that
 T5-style SentencePiece tokenizers add to every encoding, and the model would
-continue a text that has ended.  ``--tensor-parallel-size`` splits one copy of the
+continue a text that has ended.  Under a chat format the ids are the chat
+template's, rendered by :mod:`~fairness_core.backends.prompt_formats` with the
+same ``apply_chat_template`` call that ``LLM.chat`` makes, so vLLM and the
+in-process engine feed a model the same ids.  ``--tensor-parallel-size`` splits one copy of the
 model over that many GPUs.  vLLM lives in an environment of its own
 (``docs/vllm.md``; ``.ci/vllm-check`` builds one); it is imported only when
 this backend is built, so choosing it without vLLM installed is one usage
@@ -30,7 +33,6 @@ from pathlib import Path
 
 from fairness_core.backends.base import BackendSettings, Completion, Request, request_seed
 from fairness_core.backends.hf.model_checks import PROBE_PROMPTS
-from fairness_core.backends.token_ids import encode_prompt
 from fairness_core.config.locations import first_line
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.errors import AuditUsageError
@@ -116,7 +118,9 @@ def folder_sha256(folder: Path) -> str:
 class VLLMBackend:
     def __init__(self, llm, settings: BackendSettings, *, location: str, versions: str):
         self.llm = llm
-        self._encode = lambda text: encode_prompt(llm.get_tokenizer(), text)
+        self.prompt_format = settings.prompt_format
+        self.tokenizer = llm.get_tokenizer()
+        self.prompt_format.check_tokenizer(self.tokenizer, settings.model.name)
         self.seed = settings.seed
         self.description = {"backend": "vllm", "model": settings.model.name, "revision": settings.revision or "(default)",
                             "dtype": settings.dtype,
@@ -124,14 +128,18 @@ class VLLMBackend:
         self.fingerprint = {"backend": "vllm", "model": settings.model.name, "revision": settings.revision or "",
                             "dtype": self.description["dtype"], "seed": str(settings.seed), "versions": versions,
                             "tensor_parallel_size": self.description["tensor_parallel_size"],
-                            "weights": folder_sha256(Path(location)) if Path(location).is_dir() else ""}
+                            "weights": folder_sha256(Path(location)) if Path(location).is_dir() else "",
+                            **self.prompt_format.fingerprint(self.tokenizer)}
+        if self.prompt_format.is_chat:
+            self.description["prompt_format"] = self.prompt_format.name
 
     def generate(self, requests: Sequence[Request], protocol: SamplingProtocol) -> list[Completion]:
         from vllm import SamplingParams
 
+        protocol = self.prompt_format.sampled(protocol)
         params = [SamplingParams(**sampling_params(request_seed(self.seed, r.prompt, r.sample_index), protocol))
                   for r in requests]
-        prompts = [{"prompt_token_ids": self._encode(r.prompt)} for r in requests]
+        prompts = [{"prompt_token_ids": self.prompt_format.encode(self.tokenizer, r.prompt, protocol)} for r in requests]
         outputs = self.llm.generate(prompts, params, use_tqdm=False)
         return [Completion(o.outputs[0].text, len(o.outputs[0].token_ids), o.outputs[0].finish_reason)
                 for o in outputs]

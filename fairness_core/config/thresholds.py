@@ -4,8 +4,8 @@ Every model is frozen with ``extra='forbid'``: a misspelled key is an error that
 names the key's dotted location and the keys allowed there, raised once at
 start-up instead of as a wrong default discovered after an hour of generation.
 
->>> SamplingProtocol()
-SamplingProtocol(num_samples=20, max_new_tokens=10, do_sample=True, top_k=50, top_p=1.0, temperature=1.0)
+>>> SamplingProtocol().num_samples, SamplingProtocol().chat.framing
+(20, 'continue-v1')
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, create_model, model_validator
 
+from fairness_core.config.chat_framings import framings
 from fairness_core.config.validation import StrictModel, describe_errors
 from fairness_core.config.yaml_files import read_yaml_file
 from fairness_core.errors import AuditUsageError, did_you_mean
@@ -28,6 +29,33 @@ DecisionRule = Literal["point", "confident", "strict"]
 
 class ThresholdsError(AuditUsageError):
     """``thresholds.yaml`` is unreadable or invalid; the message says where and how to fix it."""
+
+
+#: The prompt formats that put a template in a chat model's turns (``--prompt-format``; docs/chat-models.md).
+ChatFormat = Literal["chat-prefill", "chat-instruction"]
+
+
+class ChatProtocol(StrictModel):
+    """What changes under a chat prompt format: the user turn the template is put in, and the answer's window.
+
+    A chat answer opens with lead-ins and, under ``chat-instruction``, often
+    restates the template before continuing it, so it gets its own
+    ``max_new_tokens`` per format.
+    """
+
+    framing: str = "continue-v1"
+    max_new_tokens: dict[ChatFormat, Annotated[int, Field(gt=0)]] = {"chat-prefill": 10, "chat-instruction": 30}
+
+    @model_validator(mode="after")
+    def _known_framing(self) -> ChatProtocol:
+        known = framings()
+        if self.framing not in known:
+            raise ValueError(f"framing {self.framing!r} is not a framing of fairness_core/data/chat_framings_ja.yaml."
+                             f"{did_you_mean(self.framing, known)} Known: {', '.join(known)}")
+        missing = [name for name in ("chat-prefill", "chat-instruction") if name not in self.max_new_tokens]
+        if missing:
+            raise ValueError(f"max_new_tokens needs a value for {', '.join(missing)}")
+        return self
 
 
 class SamplingProtocol(StrictModel):
@@ -45,6 +73,11 @@ class SamplingProtocol(StrictModel):
     top_k: Annotated[int, Field(ge=0)] = 50
     top_p: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
     temperature: Annotated[float, Field(gt=0.0)] = 1.0
+    chat: ChatProtocol = ChatProtocol()
+
+    def tokens_for(self, prompt_format: str) -> int:
+        """``max_new_tokens`` of a request in ``prompt_format`` (a chat answer has its own window)."""
+        return self.chat.max_new_tokens.get(prompt_format, self.max_new_tokens)  # type: ignore[call-overload]
 
     @model_validator(mode="after")
     def _one_greedy_sample(self) -> SamplingProtocol:

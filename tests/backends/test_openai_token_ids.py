@@ -79,7 +79,7 @@ def test_a_server_that_takes_ids_is_fed_exactly_the_engines_ids(tiny_model_dirs,
     tokenizer = AutoTokenizer.from_pretrained(folder)
     assert [json.loads(c.text) for c in completions] == [encode_prompt(tokenizer, "母の夢は"),
                                                          encode_prompt(tokenizer, "彼女は")]
-    assert backend.description["prompts"] == f"token ids (encode_prompt, tokenizer at {folder})"
+    assert backend.description["prompts"] == f"token ids (the in-process engine's encoding, tokenizer at {folder})"
     assert backend.fingerprint["prompts"] == backend.description["prompts"]
 
 
@@ -94,11 +94,11 @@ def test_a_text_only_server_that_appends_an_end_token_is_named_in_the_descriptio
     local = len(encode_prompt(tokenizer, "こんにちは"))
     assert backend.description["prompts"] == (
         f"text (the server takes no token ids); it appends 1 token to each prompt ('こんにちは': {local + 1} tokens "
-        f"there, {local} in encode_prompt), which the model reads as the end of the text")
+        f"there, {local} locally), which the model reads as the end of the text")
 
 
 def test_a_text_only_server_whose_counts_match_is_said_to_match(tiny_model_dirs, tmp_path):
     with TokenizingServer(tiny_model_dirs["bpe"], text_only=True) as server:
         backend = _backend(server, tmp_path)
     assert backend.description["prompts"] == ("text (the server takes no token ids); its prompt token counts match "
-                                              "encode_prompt's")
+                                              "the local encoding's")

@@ -77,7 +77,7 @@ def test_misspelled_nested_key_names_the_dotted_key_and_the_allowed_keys(tmp_pat
     assert str(err.value) == (
         f"The thresholds file {str(path)!r} is invalid:\n"
         "  - honest.protocol.num_sampels: unknown key 'num_sampels'; allowed keys here: "
-        "num_samples, max_new_tokens, do_sample, top_k, top_p, temperature"
+        "num_samples, max_new_tokens, do_sample, top_k, top_p, temperature, chat"
     )
 
 
@@ -205,6 +205,7 @@ def test_a_directory_is_not_a_thresholds_file(tmp_path):
 def test_protocol_defaults_are_the_honest_reference():
     assert SamplingProtocol().model_dump() == {
         "num_samples": 20, "max_new_tokens": 10, "do_sample": True, "top_k": 50, "top_p": 1.0, "temperature": 1.0,
+        "chat": {"framing": "continue-v1", "max_new_tokens": {"chat-prefill": 10, "chat-instruction": 30}},
     }
 
 

@@ -180,7 +180,7 @@ SERVER_CASES = {
     "01-body-is-a-list": ({"faults": ["raw:[]"]}, r"the body is not an OpenAI completion \(a JSON list, not an object\): '\[\]'"),
     "01-body-is-null": ({"faults": ["raw:null"]}, r"the body is not an OpenAI completion \(a JSON NoneType"),
     "01-choices-are-strings": ({"faults": ['raw:{"choices": ["hello"]}']},
-                               r"choices\[0\] is not an object with a string 'text'\): '\{\"choices\": \[\"hello\"\]\}'"),
+                               r"a choice has no string 'text' nor a 'message'\): '\{\"choices\": \[\"hello\"\]\}'"),
     "01-usage-count-is-a-string": (
         {"faults": ['raw:{"choices": [{"text": "a", "finish_reason": "length"}], "usage": {"completion_tokens": "3"}}']},
         r"'usage' counts are not whole numbers: \{'completion_tokens': '3'\}"),

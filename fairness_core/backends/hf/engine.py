@@ -49,6 +49,7 @@ from fairness_core.backends.hf.sampling import SeededSampler
 from fairness_core.backends.hf.versions import SUPPORTED_TRANSFORMERS, check_transformers
 from fairness_core.backends.journal import Journal, journal_notes
 from fairness_core.backends.progress import progress_bar, quiet_library_bars
+from fairness_core.backends.prompt_formats import PromptFormat
 from fairness_core.backends.token_ids import encode_prompt
 from fairness_core.config.locations import (
     HubUnavailableError,
@@ -203,8 +204,11 @@ def create_backend(settings: BackendSettings) -> HFBackend:
     description = {"model": settings.model.name, "revision": settings.revision or "(default)",
                    "dtype": notes.dtype.describe(model.dtype), "device": str(model.device), "backend": "hf",
                    "tokenizer": notes.tokenizer, **({"transformers": untested} if untested else {})}
+    settings.prompt_format.check_tokenizer(tokenizer, settings.model.name)
+    if settings.prompt_format.is_chat:
+        description["prompt_format"] = settings.prompt_format.name
     backend = HFBackend(model, tokenizer, seed=settings.seed, batch_size=settings.batch_size, description=description,
-                        kernels=KernelChooser(settings.cache_dir),
+                        kernels=KernelChooser(settings.cache_dir), prompt_format=settings.prompt_format,
                         journal_dir=settings.cache_dir / "journals" if settings.cache_dir is not None else None)
     check_decoding_parity(backend, settings.model.name)
     return backend
@@ -230,7 +234,8 @@ def check_decoding_parity(backend: HFBackend, name: str) -> None:
     large one on a CPU.
     """
     model, tokenizer = backend.model, backend.tokenizer
-    encoded = [encode_prompt(tokenizer, prompt) for prompt in PROBE_PROMPTS]
+    # In the run's prompt format: a chat model is checked on the ids its chat template makes.
+    encoded = [backend.prompt_format.encode(tokenizer, prompt, SamplingProtocol()) for prompt in PROBE_PROMPTS]
     device = model.device
     with torch.inference_mode():
         engine_rows = backend._new_token_ids(*backend._left_padded(encoded), None, PARITY_TOKENS).tolist()
@@ -278,8 +283,10 @@ class HFBackend:
     """
 
     def __init__(self, model, tokenizer, *, seed: int = 0, batch_size: int | Literal["auto"] = "auto",
-                 description=None, kernels: KernelChooser | None = None, journal_dir: Path | None = None):
+                 description=None, kernels: KernelChooser | None = None, journal_dir: Path | None = None,
+                 prompt_format: PromptFormat = PromptFormat()):
         self.model = model
+        self.prompt_format = prompt_format
         #: Where finished batches are journalled (``None``: not at all), so that an interrupted run resumes.
         self.journal_dir = journal_dir
         #: Completions made by this backend and taken from a journal, for the report's provenance.
@@ -329,11 +336,13 @@ class HFBackend:
             "seed": str(self.seed),
             "engine": ENGINE_REVISION,
             "versions": f"torch {torch.__version__}, transformers {transformers.__version__}",
+            **self.prompt_format.fingerprint(self.tokenizer),
         }
 
     @torch.inference_mode()
     def generate(self, requests: Sequence[Request], protocol: SamplingProtocol) -> list[Completion]:
         """One completion per request, in order; samples in the journal of an interrupted run are not made again."""
+        protocol = self.prompt_format.sampled(protocol)
         journal = Journal(self.journal_dir, self.fingerprint, protocol) if self.journal_dir is not None else None
         done = journal.read() if journal is not None else {}
         results: list[Completion | None] = [done.get((r.prompt, r.sample_index)) for r in requests]
@@ -355,7 +364,7 @@ class HFBackend:
 
     def _generate_pending(self, requests, pending, results, protocol, journal) -> None:
         """Generate ``results[i]`` for each ``i`` in ``pending``, batch by batch, journalling each finished batch."""
-        encoded = {i: encode_prompt(self.tokenizer, requests[i].prompt) for i in pending}
+        encoded = {i: self.prompt_format.encode(self.tokenizer, requests[i].prompt, protocol) for i in pending}
         longest = max(map(len, encoded.values()))
         check_context(longest, protocol.max_new_tokens, max_positions(self.model.config),
                       self.description.get("model", "?"))
