@@ -85,12 +85,18 @@ class Refusal:
 class RefusalDetector:
     """Tells refusals from answers; build it once (``from_package_data``) and call ``detect`` per text."""
 
-    def __init__(self, phrases: Sequence[RefusalPhrase]):
+    def __init__(self, phrases: Sequence[RefusalPhrase], *, window_sentences: int = WINDOW_SENTENCES,
+                 window_chars: int = WINDOW_CHARS, blank_quotes: bool = True, caveat_kinds: frozenset[str] = CAVEAT_KINDS):
+        """The keyword arguments exist to measure each rule's effect (``benchmarks/bench_refusals.py --ablation``)."""
         ids = [phrase.id for phrase in phrases]
         duplicates = sorted({id_ for id_ in ids if ids.count(id_) > 1})
         if duplicates:
             raise ValueError(f"The 'phrases' parameter of RefusalDetector must have unique ids. Got {duplicates} twice.")
         self.phrases = tuple(phrases)
+        self.window_sentences = window_sentences
+        self.window_chars = window_chars
+        self.blank_quotes = blank_quotes
+        self.caveat_kinds = caveat_kinds
 
     @classmethod
     def from_package_data(cls) -> RefusalDetector:
@@ -99,7 +105,8 @@ class RefusalDetector:
 
     def detect(self, text: str) -> Refusal | None:
         """The refusal ``text`` opens with, or None when it is an answer (with or without a caveat)."""
-        window = refusal_window(text)
+        window = refusal_window(text, sentences=self.window_sentences, chars=self.window_chars,
+                                blank_quotes=self.blank_quotes)
         strong, weak = [], []
         for phrase in self.phrases:
             matches = list(phrase.pattern.finditer(window))
@@ -107,7 +114,7 @@ class RefusalDetector:
                 continue
             if phrase.strength == "strong":
                 strong.append(phrase.id)
-            elif not (phrase.kind in CAVEAT_KINDS and all(_opens_a_caveat(window, m.end()) for m in matches)):
+            elif not (phrase.kind in self.caveat_kinds and all(_opens_a_caveat(window, m.end()) for m in matches)):
                 weak.append(phrase.id)
         if strong:
             return Refusal("strong", tuple(strong), window)
@@ -116,15 +123,18 @@ class RefusalDetector:
         return None
 
 
-def refusal_window(text: str) -> str:
+def refusal_window(text: str, *, sentences: int = WINDOW_SENTENCES, chars: int = WINDOW_CHARS,
+                   blank_quotes: bool = True) -> str:
     """The part of ``text`` the patterns read: NFKC, quoted spans blanked, the first two sentences, 80 characters.
 
     >>> refusal_window("「お答えできません」と彼は言った。二文目。三文目。")
     '「」と彼は言った。二文目。'
     """
-    body = QUOTED.sub(lambda quoted: quoted.group(0)[0] + quoted.group(0)[-1], normalize(text)).strip()
-    sentences = [sentence for sentence in SENTENCE_SPLIT.split(body) if sentence.strip()]
-    return "".join(sentences[:WINDOW_SENTENCES])[:WINDOW_CHARS].strip()
+    body = normalize(text)
+    if blank_quotes:
+        body = QUOTED.sub(lambda quoted: quoted.group(0)[0] + quoted.group(0)[-1], body)
+    parts = [part for part in SENTENCE_SPLIT.split(body.strip()) if part.strip()]
+    return "".join(parts[:sentences])[:chars].strip()
 
 
 def _opens_a_caveat(window: str, end: int) -> bool:
