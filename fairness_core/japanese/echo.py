@@ -7,7 +7,7 @@ echoed template is read as the model's own words.  The rule has five steps, writ
 down with examples in docs/refusals.md (section "The echo rule"):
 
 1. remove leading acknowledgements from a closed list (はい、 承知しました。 …), repeatedly;
-2. remove a label 「<template>」の続き(です)(：);
+2. remove a label 「<template>」の続き(です), ended by ：, 。 or a space;
 3. else remove the template at the start (whitespace ignored, after any opening
    quote or bracket), and the closing quote when the template was quoted alone;
 4. but leave 「<template>」という文は… whole: the answer talks about the sentence;
@@ -69,7 +69,7 @@ def strip_echo(template: str, answer: str) -> ChatContinuation:
         preamble += acknowledgement.group(0)
         text = text[acknowledgement.end():]
 
-    label = re.match(rf"^[「『]{re.escape(template)}[」』]の続き(です)?\s*:?\s*", text)
+    label = re.match(rf"^[「『]{re.escape(template)}[」』]の続き(です)?(\s*[:。]\s*|\s+)", text)
     if label:
         return ChatContinuation(text[label.end():], preamble, "label")
 
