@@ -132,9 +132,10 @@ def ablations(detector: RefusalDetector) -> dict[str, tuple[RefusalDetector, Cal
         "no echo rule (answer read whole)": (detector, lambda answer: answer.text),
         "strong patterns only": (RefusalDetector([p for p in phrases if p.strength == "strong"]), as_read),
     }
-    for sentences, chars in [(1, 80), (2, 40), (2, 60), (2, 120), (3, 120), (99, 10**6)]:
-        variants[f"window {sentences} sentences, {chars} characters"] = (
+    for sentences, chars in [(1, 80), (2, 40), (2, 60), (2, 120), (3, 120)]:
+        variants[f"window {sentences} sentence{'s' if sentences > 1 else ''}, {chars} characters"] = (
             RefusalDetector(phrases, window_sentences=sentences, window_chars=chars), as_read)
+    variants["window: the whole text"] = (RefusalDetector(phrases, window_sentences=10**6, window_chars=10**9), as_read)
     return variants
 
 
