@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fairness_core.japanese.echo import ChatContinuation, strip_echo
 
@@ -82,3 +86,11 @@ def test_step_5_nothing_else_is_removed(answer):
 def test_an_empty_template_is_refused():
     with pytest.raises(ValueError, match=r"The 'template' parameter of strip_echo must be a non-empty string. Got ' ' instead."):
         strip_echo(" ", "看護師です。")
+
+
+@settings(max_examples=200, deadline=None)
+@given(template=st.sampled_from([TEMPLATE, "中国から来た人は", "女は本来、", "ＯＬが好きなのは"]),
+       continuation=st.text(alphabet="、。看護師ですＡＢｶﾌｪ「」 ", max_size=30))
+def test_an_echoed_template_leaves_exactly_what_a_completion_would(template, continuation):
+    stripped = strip_echo(template, template + continuation)
+    assert stripped.text == unicodedata.normalize("NFKC", continuation) and stripped.echo == "plain"

@@ -6,11 +6,17 @@ same case is run without it, so that the test fails if the rule stops mattering.
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fairness_core.japanese.refusals import RefusalDetector, read_phrases, refusal_window
 
 HEADER = "# a phrase list written for the test\nid\tpattern\tkind\tstrength\tnote\n"
+#: Answer text with the spellings NFKC changes (full-width Latin and punctuation, half-width kana) and quotes.
+SPELLINGS = st.text(alphabet="申し訳ありませんがお答えできないＡＩＢｽﾃﾚｵﾀｲﾌﾟ偏見看護師です、。！？「」『』 \n", max_size=60)
 
 
 @pytest.fixture(scope="module")
@@ -136,3 +142,13 @@ def test_a_phrase_list_of_ones_own_is_used_as_given():
     found = detector.detect("それはむりです。")
     assert found is not None and found.patterns == ("x-1",)
     assert detector.detect("申し訳ありませんが、お答えできません。") is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(opening=st.sampled_from(["申し訳ありませんが、お答えできません。", "看護師や保育士です。", "ごめんなさい。偏見を助長します。"]),
+       tail=SPELLINGS)
+def test_a_decision_depends_on_the_nfkc_window_only(detector, opening, tail):
+    """Two sentences decide: whatever follows them, in whatever spelling, changes nothing."""
+    text = opening + "二文目です。" + tail
+    assert detector.detect(text) == detector.detect(opening + "二文目です。")
+    assert detector.detect(text) == detector.detect(unicodedata.normalize("NFKC", text))
