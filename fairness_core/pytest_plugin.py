@@ -35,6 +35,7 @@ from fairness_core.options import (
     CACHE_DIR,
     MODEL,
     NO_CACHE,
+    PROMPT_FORMAT,
     THRESHOLDS,
     add_options,
     cache_folder,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 
 AUDIT_MARKER = "fairness_audit"
 BASELINE_MARKER = "fairness_baseline"
+CHAT_MARKER = "fairness_chat_format"
 AUDITS_PACKAGE = "fairness_core.audits"
 REPORTER_NAME, HTML_REPORT_NAME = "fairness-audit-reporter", "fairness-audit-html"
 
@@ -66,6 +68,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{AUDIT_MARKER}(evaluation): a fairness audit test of that evaluation")
     config.addinivalue_line("markers", f"{BASELINE_MARKER}: a regression test (collected only with --baseline)")
+    config.addinivalue_line("markers", f"{CHAT_MARKER}: a test of chat answers (collected only with a chat "
+                                       f"--prompt-format)")
     html = config.getoption("htmlpath", None)
     if html and not _is_worker(config):
         # Before pytest-html's own configure, which would fail on it with an internal error.
@@ -193,11 +197,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """After ``-k``/``-m`` selection: load what the selected audits need, then generate and score once."""
-    if not config.getoption(BASELINE.dest):
-        unused = [item for item in items if item.get_closest_marker(BASELINE_MARKER)]
-        if unused:
-            config.hook.pytest_deselected(items=unused)
-            items[:] = [item for item in items if not item.get_closest_marker(BASELINE_MARKER)]
+    unused_markers = ([BASELINE_MARKER] if not config.getoption(BASELINE.dest) else []) + (
+        [CHAT_MARKER] if (config.getoption(PROMPT_FORMAT.dest) or PROMPT_FORMAT.default) == "completion" else [])
+    unused = [item for item in items if any(item.get_closest_marker(m) for m in unused_markers)]
+    if unused:
+        config.hook.pytest_deselected(items=unused)
+        dropped = set(map(id, unused))
+        items[:] = [item for item in items if id(item) not in dropped]
     audits = [item for item in items if item.get_closest_marker(AUDIT_MARKER)]
     if not audits or session_key in config.stash:
         return

@@ -64,6 +64,10 @@ def request_seed(run_seed: int, prompt: str, sample_index: int) -> int:
     return int.from_bytes(digest[:4], "little")
 
 
+#: The finish reason of an answer a chat API withheld or filtered (OpenAI's own name): counted as a refusal.
+FILTERED = "content_filter"
+
+
 class GenerationError(AuditUsageError):
     """A sample could not be generated (after any retries): the message names the prompt and the cause.
 

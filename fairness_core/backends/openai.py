@@ -93,7 +93,7 @@ from typing import Any
 
 import httpx
 
-from fairness_core.backends.base import BackendSettings, Completion, GenerationError, Request, request_seed
+from fairness_core.backends.base import FILTERED, BackendSettings, Completion, GenerationError, Request, request_seed
 from fairness_core.backends.journal import Journal, journal_notes
 from fairness_core.backends.prompt_formats import PromptFormat
 from fairness_core.config.thresholds import SamplingProtocol
@@ -110,8 +110,6 @@ NEUTRAL_FIELDS: Mapping[str, float | int] = {
     "frequency_penalty": 0.0, "typical_p": 1.0, "mirostat": 0, "dry_multiplier": 0.0, "xtc_probability": 0.0,
 }
 FINISH_REASONS = ("stop", "length")
-#: The finish reason of an answer a chat API withheld or filtered (OpenAI's ``content_filter``): a refusal.
-REFUSED = "content_filter"
 #: Where a request is posted: text or token ids to continue, or chat turns for the server's chat template.
 ROUTES = {"completions": "/completions", "chat": "/chat/completions"}
 #: What the report says of prompts sent as chat turns.
@@ -561,12 +559,12 @@ class OpenAIBackend:
         if len(choices) != 1:
             raise GenerationError(f"The server returned {len(choices)} choices for {where}; exactly 1 was asked for (n=1).")
         choice = choices[0]
-        allowed = FINISH_REASONS if self.route == "completions" else (*FINISH_REASONS, REFUSED)
+        allowed = FINISH_REASONS if self.route == "completions" else (*FINISH_REASONS, FILTERED)
         if choice.get("finish_reason") not in allowed:
             raise GenerationError(f"The server ended {where} with finish_reason={choice.get('finish_reason')!r}; "
                                   f"allowed: {', '.join(allowed)}.")
         # A chat API's own refusal (a filtered answer, OpenAI's message.refusal) is a refusal whatever the text.
-        refused = choice["finish_reason"] == REFUSED or bool((choice.get("message") or {}).get("refusal"))
+        refused = choice["finish_reason"] == FILTERED or bool((choice.get("message") or {}).get("refusal"))
         usage = answer.get("usage") or {}
         num_tokens = usage.get("completion_tokens")
         if num_tokens is not None and num_tokens > protocol.max_new_tokens:
@@ -575,7 +573,7 @@ class OpenAIBackend:
         self.usage["prompt_tokens"] += usage.get("prompt_tokens", 0)
         self.usage["completion_tokens"] += num_tokens or 0
         return Completion(answer_text(choice) or "", -1 if num_tokens is None else num_tokens,
-                          REFUSED if refused else choice["finish_reason"])
+                          FILTERED if refused else choice["finish_reason"])
 
     def generate(self, requests: Sequence[Request], protocol: SamplingProtocol) -> list[Completion]:
         """One completion per request, in order; samples already in the journal are not asked for again.

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from fairness_core.config.option_types import Option
+from fairness_core.evaluations.answers import AnswerReader
 from fairness_core.evaluations.prompts import Prompt, PromptSet
 
 if TYPE_CHECKING:
@@ -129,6 +130,8 @@ class Evaluation:
         self.groups: tuple[str, ...] = attributes.groups
         self.protocol: SamplingProtocol = self.limits.protocol
         self.prompts: tuple[Prompt, ...] = self.build_prompts(attributes)
+        #: How outputs are read (refusals, echoes): set by the run for its ``--prompt-format``.
+        self.answers = AnswerReader()
 
     # --- what the evaluation asks ------------------------------------------------------------------------
 
@@ -191,6 +194,10 @@ class Evaluation:
         return {}
 
     # --- a run -------------------------------------------------------------------------------------------
+
+    def read_outputs_as(self, prompt_format: str) -> None:
+        """Read the model's outputs as answers in ``prompt_format`` (refusals, echoes: :mod:`.answers`)."""
+        self.answers = AnswerReader(prompt_format)
 
     def load(self, options: AuditOptions) -> None:
         """Read the scorer, lexicon and so on; raise an ``AuditUsageError`` naming the bad option."""

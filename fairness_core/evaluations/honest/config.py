@@ -9,6 +9,7 @@ from pydantic import Field
 from fairness_core.config.thresholds import DecisionRule, GroupRates, Rate, SamplingProtocol
 from fairness_core.config.validation import StrictModel
 from fairness_core.evaluations.honest.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED, LexiconLevel
+from fairness_core.evaluations.refusals import RefusalLimits
 
 Category = Literal[tuple(HURTLEX_CATEGORIES) + (UNCATEGORISED,)]  # type: ignore[valid-type]
 
@@ -42,6 +43,7 @@ class HonestConfig(StrictModel):
     min_hits_for_ratio: Annotated[int, Field(ge=0)] = 10
     max_category_score: dict[Category, Rate] = {}  # type: ignore[valid-type]
     level_decision_rule: DecisionRule = "confident"
+    refusals: RefusalLimits = RefusalLimits()
 
 
 def group_problems(limits: HonestConfig, groups: tuple[str, ...], *, where: str, set_name: str = "<set>") -> list[str]:

@@ -21,6 +21,7 @@ from fairness_core.evaluations.honest.config import HonestConfig, group_problems
 from fairness_core.evaluations.honest.lexicon import LEXICON_LEVELS, Lexicon, LexiconLevel
 from fairness_core.evaluations.honest.section import HonestSection
 from fairness_core.evaluations.honest.templates import honest_templates
+from fairness_core.evaluations.refusals import REFUSAL_SPECS
 from fairness_core.scorecard import metric_id
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ class HonestEvaluation(Evaluation):
     parameters: ClassVar[tuple[str, ...]] = ("template_id", "category")
     metric_specs: ClassVar[tuple[MetricSpec, ...]] = (
         MetricSpec("honest_score", bounds=SHARE), MetricSpec("honest_ratio", "ratio"),
-        MetricSpec("category_score", bounds=SHARE), MetricSpec("pool_ratio", "ratio"))
+        MetricSpec("category_score", bounds=SHARE), MetricSpec("pool_ratio", "ratio"), *REFUSAL_SPECS)
     options: ClassVar[tuple[Option, ...]] = (
         Option("--lexicon", "hurtful lexicon: a HurtLex TSV or one word a line", Path,
                default_text="the project's own", commands=frozenset({AUDIT})),
@@ -88,6 +89,8 @@ class HonestEvaluation(Evaluation):
         """Per group, each prompt's (hurtful, total) completions, by prompt id: the paired regression test's unit."""
         units: dict[str, dict[str, tuple[int, int]]] = {g: {} for g in self.groups}
         for record in records:
+            if "refusal" in record.detail:  # neither hurtful nor not: the HONEST score is over answers
+                continue
             hits, total = units[record.group].get(record.prompt_id, (0, 0))
             units[record.group][record.prompt_id] = (hits + bool(record.detail.get("matches")), total + 1)
         return units
@@ -118,19 +121,25 @@ class HonestEvaluation(Evaluation):
         from fairness_core.evaluations.honest.scoring import evaluate_honest
 
         matcher = HurtfulMatcher(self._loaded_lexicon().entries)
-        return evaluate_honest(backend, self.prompts, self.protocol, matcher, groups=self.groups)
+        return evaluate_honest(backend, self.prompts, self.protocol, matcher, groups=self.groups, reader=self.answers)
 
     def metrics(self, scored: HonestCompletions, *, seed: int) -> list[MetricResult]:
         from fairness_core.evaluations.honest.metrics import honest_metrics
+        from fairness_core.evaluations.refusals import refusal_metrics
 
-        return honest_metrics(scored, self.limits, groups=self.groups, seed=seed)
+        return [*honest_metrics(scored, self.limits, groups=self.groups, seed=seed),
+                *refusal_metrics(self.name, scored.refusal_counts, self.limits.refusals,
+                                 detected=self.answers.detects_refusals, seed=seed)]
 
     def completion_records(self, scored: HonestCompletions) -> list[CompletionRecord]:
         from fairness_core.reporting.results import CompletionRecord
 
         return [CompletionRecord(template_id=r.prompt.template_id, group=r.prompt.group, term=r.prompt.term,
                                  prompt=r.prompt.text, completion=r.completion,
-                                 detail={"matches": [vars(m) for m in r.matches]}) for r in scored.rows]
+                                 detail={"matches": [vars(m) for m in r.matches]}) for r in scored.rows] + [
+            CompletionRecord(template_id=a.prompt.template_id, group=a.prompt.group, term=a.prompt.term,
+                             prompt=a.prompt.text, completion=a.raw, detail={"matches": [], "refusal": a.refusal})
+            for a in scored.refused]
 
     def provenance(self) -> dict[str, Any]:
         lexicon = self._loaded_lexicon()

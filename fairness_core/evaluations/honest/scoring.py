@@ -13,10 +13,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fairness_core.backends.base import Backend, complete
+from fairness_core.backends.base import Backend
 from fairness_core.config.thresholds import SamplingProtocol
+from fairness_core.evaluations.answers import Answer, AnswerReader, read_answers
 from fairness_core.evaluations.honest.matching import HurtfulMatcher, Match
 from fairness_core.evaluations.prompts import Prompt
+from fairness_core.evaluations.refusals import RefusalCounts
 
 
 @dataclass(frozen=True)
@@ -48,14 +50,21 @@ class Count:
 
 @dataclass(frozen=True)
 class HonestCompletions:
+    """The scored answers (``rows``) and, under a chat format, the refusals, which are neither hurtful nor not."""
+
     rows: tuple[ScoredCompletion, ...]
     groups: tuple[str, ...]
+    refused: tuple[Answer, ...] = ()
 
     def select(self, *, group: str | None = None, template_id: str | None = None,
                category: str | None = None) -> list[ScoredCompletion]:
         """Rows of one group/template, in row order; with ``category``, only rows hurtful in that category."""
         rows = self._cells.get((group, template_id), [])
         return list(rows) if category is None else [row for row in rows if row.hurtful_in(category)]
+
+    @functools.cached_property
+    def refusal_counts(self) -> RefusalCounts:
+        return RefusalCounts((row.prompt for row in self.rows), self.refused, self.groups)
 
     @functools.cached_property
     def _cells(self) -> dict[tuple[str | None, str | None], list[ScoredCompletion]]:
@@ -80,10 +89,10 @@ class HonestCompletions:
 
 def evaluate_honest(
     backend: Backend, prompts: Sequence[Prompt], protocol: SamplingProtocol, matcher: HurtfulMatcher,
-    *, groups: Sequence[str],
+    *, groups: Sequence[str], reader: AnswerReader = AnswerReader(),
 ) -> HonestCompletions:
-    """Complete every prompt ``protocol.num_samples`` times and match each completion."""
+    """Complete every prompt ``protocol.num_samples`` times, read each output and match each answer."""
+    answers = read_answers(backend, prompts, protocol, reader, evaluation="honest")
     return HonestCompletions(tuple(
-        ScoredCompletion(prompt, completion.text, tuple(matcher.find(completion.text)))
-        for prompt, completion in complete(backend, prompts, protocol, evaluation="honest")
-    ), groups=tuple(groups))
+        ScoredCompletion(a.prompt, a.text, tuple(matcher.find(a.text))) for a in answers if a.refusal is None
+    ), groups=tuple(groups), refused=tuple(a for a in answers if a.refusal is not None))

@@ -9,6 +9,7 @@ import pytest
 
 from fairness_core.evaluations.honest.evidence import hurtful_evidence
 from fairness_core.evaluations.honest.lexicon import HURTLEX_CATEGORIES
+from fairness_core.evaluations.refusals import check_refusal_gap
 from fairness_core.scorecard import metric_id
 
 pytestmark = pytest.mark.fairness_audit("honest")
@@ -53,3 +54,9 @@ def test_category(audit, group, category):
         where=[f"category {category} ({HURTLEX_CATEGORIES.get(category, 'plain word list')})", f"group {group}"],
         evidence=lambda: hurtful_evidence(audit.scored("honest").select(group=group, category=category)),
     )
+
+
+@pytest.mark.fairness_chat_format
+def test_refusal_gap(audit):
+    """Under a chat format: the gap between the groups' refusal rates (a refusal is neither hurtful nor scored)."""
+    check_refusal_gap(audit, "honest", audit.scored("honest").refusal_counts)

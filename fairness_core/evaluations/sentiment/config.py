@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fairness_core.config.thresholds import Rate, SamplingProtocol
 from fairness_core.config.validation import StrictModel
+from fairness_core.evaluations.refusals import RefusalLimits
 
 
 class SentimentConfig(StrictModel):
@@ -21,3 +22,4 @@ class SentimentConfig(StrictModel):
     max_template_distance: Rate
     max_mean_gap: Rate
     max_counterfactual_distance: Rate
+    refusals: RefusalLimits = RefusalLimits()

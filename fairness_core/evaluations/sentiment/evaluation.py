@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from fairness_core.config.option_types import AUDIT, Option
 from fairness_core.evaluations.base import SHARE, Evaluation, MetricSpec
+from fairness_core.evaluations.refusals import REFUSAL_SPECS
 from fairness_core.evaluations.sentiment.config import SentimentConfig
 from fairness_core.evaluations.sentiment.section import SentimentSection
 from fairness_core.scorecard import metric_id
@@ -45,7 +46,7 @@ class SentimentEvaluation(Evaluation):
     metric_specs: ClassVar[tuple[MetricSpec, ...]] = (
         MetricSpec("group_distance", bounds=SHARE), MetricSpec("average_group_fairness", bounds=SHARE),
         MetricSpec("mean_gap", bounds=SHARE), MetricSpec("mean_sentiment", "higher", bounds=SHARE),
-        MetricSpec("counterfactual_fairness", bounds=SHARE))
+        MetricSpec("counterfactual_fairness", bounds=SHARE), *REFUSAL_SPECS)
     options: ClassVar[tuple[Option, ...]] = (
         Option("--sentiment", "sentiment scorer: hub id or path of a text classifier, or 'lexicon' for the offline "
                "polarity lexicon", default_text=f"the model's own where it brings one, as the demo models bring "
@@ -87,6 +88,8 @@ class SentimentEvaluation(Evaluation):
         """Per group, each prompt's scores, by prompt id: the paired regression test's unit."""
         units: dict[str, dict[str, list[float]]] = {g: {} for g in self.groups}
         for record in records:
+            if "refusal" in record.detail:  # not scored
+                continue
             units[record.group].setdefault(record.prompt_id, []).append(cast(float, record.detail["score"]))
         return units
 
@@ -125,19 +128,26 @@ class SentimentEvaluation(Evaluation):
     def run(self, backend: Backend) -> SentimentCompletions:
         from fairness_core.evaluations.sentiment.scoring import evaluate_sentiment
 
-        return evaluate_sentiment(backend, self.prompts, self.protocol, self._loaded_scorer(), groups=self.groups)
+        return evaluate_sentiment(backend, self.prompts, self.protocol, self._loaded_scorer(), groups=self.groups,
+                                  reader=self.answers)
 
     def metrics(self, scored: SentimentCompletions, *, seed: int) -> list[MetricResult]:
+        from fairness_core.evaluations.refusals import refusal_metrics
         from fairness_core.evaluations.sentiment.metrics import sentiment_metrics
 
-        return sentiment_metrics(scored, self.limits, groups=self.groups, seed=seed)
+        return [*sentiment_metrics(scored, self.limits, groups=self.groups, seed=seed),
+                *refusal_metrics(self.name, scored.refusal_counts, self.limits.refusals,
+                                 detected=self.answers.detects_refusals, seed=seed)]
 
     def completion_records(self, scored: SentimentCompletions) -> list[CompletionRecord]:
         from fairness_core.reporting.results import CompletionRecord
 
         return [CompletionRecord(template_id=r.prompt.template_id, group=r.prompt.group, term=r.prompt.term,
                                  prompt=r.prompt.text, completion=r.completion, detail={"score": r.score})
-                for r in scored.rows]
+                for r in scored.rows] + [
+            CompletionRecord(template_id=a.prompt.template_id, group=a.prompt.group, term=a.prompt.term,
+                             prompt=a.prompt.text, completion=a.raw, detail={"refusal": a.refusal})
+            for a in scored.refused]
 
     def provenance(self) -> dict[str, Any]:
         return {"protocol": self.protocol.model_dump(), "templates": list(self.templates),

@@ -16,9 +16,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fairness_core.backends.base import Backend, complete
+from fairness_core.backends.base import Backend
 from fairness_core.config.thresholds import SamplingProtocol
+from fairness_core.evaluations.answers import Answer, AnswerReader, read_answers
 from fairness_core.evaluations.prompts import Prompt
+from fairness_core.evaluations.refusals import RefusalCounts
 from fairness_core.evaluations.sentiment.distances import average_group_fairness, counterfactual_fairness, group_distances
 from fairness_core.evaluations.sentiment.scorers import SentimentScorer
 
@@ -32,8 +34,15 @@ class ScoredSentiment:
 
 @dataclass(frozen=True)
 class SentimentCompletions:
+    """The scored answers (``rows``) and, under a chat format, the refusals, which are not scored."""
+
     rows: tuple[ScoredSentiment, ...]
     groups: tuple[str, ...]
+    refused: tuple[Answer, ...] = ()
+
+    @property
+    def refusal_counts(self) -> RefusalCounts:
+        return RefusalCounts((row.prompt for row in self.rows), self.refused, self.groups)
 
     def select(self, *, group: str | None = None, template_id: str | None = None) -> list[ScoredSentiment]:
         return [row for row in self.rows
@@ -67,11 +76,12 @@ class SentimentCompletions:
 
 
 def evaluate_sentiment(backend: Backend, prompts: Sequence[Prompt], protocol: SamplingProtocol,
-                       scorer: SentimentScorer, *, groups: Sequence[str]) -> SentimentCompletions:
-    """Complete every prompt ``protocol.num_samples`` times and score each completion."""
-    pairs = complete(backend, prompts, protocol, evaluation="sentiment")
-    scores = scorer.score([completion.text for _, completion in pairs])
+                       scorer: SentimentScorer, *, groups: Sequence[str],
+                       reader: AnswerReader = AnswerReader()) -> SentimentCompletions:
+    """Complete every prompt ``protocol.num_samples`` times, read each output and score each answer."""
+    answers = read_answers(backend, prompts, protocol, reader, evaluation="sentiment")
+    answered = [a for a in answers if a.refusal is None]
+    scores = scorer.score([a.text for a in answered])
     return SentimentCompletions(tuple(
-        ScoredSentiment(prompt, completion.text, score)
-        for (prompt, completion), score in zip(pairs, scores, strict=True)
-    ), groups=tuple(groups))
+        ScoredSentiment(a.prompt, a.text, score) for a, score in zip(answered, scores, strict=True)
+    ), groups=tuple(groups), refused=tuple(a for a in answers if a.refusal is not None))

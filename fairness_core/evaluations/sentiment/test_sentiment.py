@@ -8,6 +8,7 @@ reference study did, the most negative and most positive completions.
 
 import pytest
 
+from fairness_core.evaluations.refusals import check_refusal_gap
 from fairness_core.evaluations.sentiment.evidence import sentiment_evidence
 from fairness_core.scorecard import metric_id
 
@@ -50,3 +51,9 @@ def test_mean_gap(audit):
 def test_counterfactual_fairness(audit):
     """Mean W1 between counterfactual prompts (same template, names of different groups)."""
     _check(audit, metric_id("sentiment", "counterfactual_fairness"), ["pairs of prompts from different groups"])
+
+
+@pytest.mark.fairness_chat_format
+def test_refusal_gap(audit):
+    """Under a chat format: the gap between the groups' refusal rates (a refusal is not scored)."""
+    check_refusal_gap(audit, "sentiment", audit.scored("sentiment").refusal_counts)
