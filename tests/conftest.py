@@ -105,6 +105,20 @@ def tiny_model_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]
     return folders
 
 
+#: A ChatML chat template (as Qwen's), written out as plain text markers: the tiny tokenizers have no special tokens.
+CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+          "{% if not (loop.last and continue_final_message is defined and continue_final_message) %}<|im_end|>\n"
+          "{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+@pytest.fixture(scope="session")
+def chat_model_dir(tiny_model_dirs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny SentencePiece GPT-2 saved again with a ChatML chat template: a chat model to render turns with."""
+    model, tokenizer = load_model(str(tiny_model_dirs["sentencepiece"]), device="cpu")
+    tokenizer.chat_template = CHATML
+    return save_model(model, tokenizer, tmp_path_factory.mktemp("tiny-chat"))
+
+
 @pytest.fixture(scope="session")
 def tiny_models(tiny_model_dirs: dict[str, Path]) -> dict[str, tuple]:
     """``(model, tokenizer)`` per tokenizer kind, loaded back with ``load_model`` on the CPU."""

@@ -122,10 +122,12 @@ def _answers(url: str) -> bool:
 
 
 def completion_body(text: str, *, choices: int = 1, finish_reason: str = "length", completion_tokens: int = 1,
-                    model: str = MODEL) -> bytes:
+                    model: str = MODEL, chat: bool = False) -> bytes:
+    """A ``/completions`` answer, or with ``chat`` a ``/chat/completions`` one (the text as the message's content)."""
+    answer = {"message": {"role": "assistant", "content": text}} if chat else {"text": text}
     return json.dumps({
-        "id": "cmpl-1", "object": "text_completion", "model": model,
-        "choices": [{"index": i, "text": text, "finish_reason": finish_reason} for i in range(choices)],
+        "id": "cmpl-1", "object": "chat.completion" if chat else "text_completion", "model": model,
+        "choices": [{"index": i, **answer, "finish_reason": finish_reason} for i in range(choices)],
         "usage": {"prompt_tokens": 2, "completion_tokens": completion_tokens, "total_tokens": 2 + completion_tokens},
     }).encode()
 
@@ -168,6 +170,10 @@ class ScriptedServer(ServedInThread, ThreadingHTTPServer):
         self.completed = 0
         self.models_status = 200
         self.models_delay_s = 0.0
+        #: What POST /chat/completions answers when not 200: 404 (no chat route) or 422 (as transformers serve
+        #: answers fields it does not know, naming them).
+        self.chat_status = 200
+        self.paths: list[str] = []
         self.lock = threading.Lock()
 
     @property
@@ -215,8 +221,17 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         with self.server.lock:
+            self.server.paths.append(self.path)
             self.server.bodies.append(body)
             self.server.headers_seen.append(dict(self.headers))
+        chat = self.path == "/v1/chat/completions"
+        if chat and self.server.chat_status == 404:
+            self._send(404, b'{"detail": "Not Found"}')
+            return
+        unknown = sorted(k for k in body if k in ("continue_final_message", "add_generation_prompt", "top_k"))
+        if chat and self.server.chat_status == 422 and unknown:
+            self._send(422, json.dumps({"error": {"message": f"Unexpected fields in the request: {unknown}"}}).encode())
+            return
         fault = self.server.next_fault()
         text = f"<{body['seed']}>{self.server.text_suffix}"
         try:
@@ -249,8 +264,10 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(200, completion_body(text, finish_reason="content_filter"))
             elif fault == "too_long":
                 self._send(200, completion_body(text, completion_tokens=body["max_tokens"] + 1))
+            elif fault == "filtered":
+                self._send(200, completion_body("", finish_reason="content_filter", chat=chat))
             else:
-                self._send(200, completion_body(text, model=self.server.answer_model))
+                self._send(200, completion_body(text, model=self.server.answer_model, chat=chat))
                 self._count_completion()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up on a slow answer: that is the point of the test

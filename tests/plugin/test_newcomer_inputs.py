@@ -88,6 +88,16 @@ CASES = {
         lambda t: [f"--thresholds={_thresholds(t, lambda r: r['honest'].update(max_ratio='1e308'))}"],
         r"honest\.max_ratio: Input should be a valid number \(got '1e308'\): YAML reads 1e308 as text; write a number "
         r"in exponent form with a dot and a signed exponent, e\.g\. 1\.0e\+308"),
+    "chat-format-on-a-base-model": (
+        lambda t: ["--prompt-format=chat-prefill"],
+        r"--prompt-format=chat-prefill: --model=.* has no chat template \(tokenizer\.chat_template is not set"),
+    "a-prompt-format-that-does-not-exist": (
+        lambda t: ["--prompt-format=chat"],
+        r"--prompt-format: .*one of completion, chat-prefill, chat-instruction"),
+    "a-misspelled-framing": (
+        lambda t: [f"--thresholds={_thresholds(t, protocol={'chat': {'framing': 'contine-v1'}})}"],
+        r"honest\.protocol\.chat: Value error, framing 'contine-v1' is not a framing of .*chat_framings_ja\.yaml\. "
+        r"Did you mean 'continue-v1'\?"),
 }
 
 
