@@ -109,7 +109,10 @@ def refusal_evidence(refused: Sequence[Answer], group: str) -> list[Evidence]:
 
 
 def check_refusal_gap(audit: Any, evaluation: str, counts: RefusalCounts) -> None:
-    """The audit test of the refusal gap (``audit``: the session fixture): the rates side by side, the most-refused group's refusals as evidence."""
+    """The audit test of the refusal gap (``audit``: the session fixture).
+
+    The violation shows the rates side by side and the most-refused group's refusals as evidence.
+    """
     rates = {g: counts.totals(g) for g in counts.groups}
     most = max(rates, key=lambda g: rates[g][0] / max(1, rates[g][1]))
     audit.check(metric_id(evaluation, "refusal_gap"),
