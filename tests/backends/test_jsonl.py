@@ -19,6 +19,7 @@ from fairness_core.backends.catalog import create_backend
 from fairness_core.backends.hf.engine import HFBackend, load_model
 from fairness_core.backends.jsonl import CompletionsFileError, CompletionsFiles, JSONLBackend, resolve_paths
 from fairness_core.backends.openai import ClientSettings, OpenAIBackend
+from fairness_core.backends.prompt_formats import PromptFormat
 from fairness_core.backends.vllm import VLLMUnavailableError
 from fairness_core.config.loading import load_thresholds
 from fairness_core.config.thresholds import SamplingProtocol
@@ -279,3 +280,33 @@ def test_generate_writes_its_file_with_the_mode_a_plain_open_gives(small_plan, t
             finally:
                 os.umask(previous)
             assert stat.S_IMODE(output.stat().st_mode) == mode, f"umask {umask:03o}"
+
+
+def test_completions_of_chat_prompts_carry_their_format_and_framing(chat_model_dir, tmp_path):
+    """A file made under a chat format is read only under that format; a file from before formats reads as completion."""
+    model, tokenizer = load_model(str(chat_model_dir), device="cpu")
+    chat = HFBackend(model, tokenizer, seed=0, batch_size=64, prompt_format=PromptFormat("chat-prefill"))
+    settings = BackendSettings(model=ModelReference("tiny-chat"), seed=0, prompt_format=PromptFormat("chat-prefill"))
+    path = tmp_path / "chat.jsonl"
+    cli.write_completions(chat, settings, PLANS[:1], path)
+    manifest = json.loads(path.read_text().splitlines()[0])["manifest"]
+    assert manifest["prompt_format"] == "chat-prefill"
+    as_chat = JSONLBackend(CompletionsFiles([path]), prompt_format=PromptFormat("chat-prefill"))
+    assert as_chat.generate(PLANS[0].requests(), HONEST) == chat.generate(PLANS[0].requests(), HONEST)
+    with pytest.raises(CompletionsFileError, match=r"chat.jsonl:1: the completions were generated with "
+                                                   r"--prompt-format=chat-prefill, the audit runs with "
+                                                   r"--prompt-format=completion: pass --prompt-format=chat-prefill"):
+        JSONLBackend(CompletionsFiles([path]))
+    other_framing = HONEST.model_copy(update={"chat": HONEST.chat.model_copy(update={"framing": "as-is"})})
+    with pytest.raises(CompletionsFileError, match="no evaluation in the files has the audit's protocol"):
+        as_chat.generate(PLANS[0].requests(), other_framing)
+
+
+def test_a_manifest_from_before_chat_formats_is_read_with_the_defaults(written, tmp_path):
+    def drop_chat(lines):
+        manifest = json.loads(lines[0])
+        for evaluation in manifest["manifest"]["evaluations"].values():
+            evaluation["protocol"].pop("chat")
+        manifest["manifest"].pop("prompt_format")
+        return [json.dumps(manifest, ensure_ascii=False), *lines[1:]]
+    assert _audit(_edited(written, tmp_path, drop_chat)) == _audit(written)
