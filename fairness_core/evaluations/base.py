@@ -195,6 +195,13 @@ class Evaluation:
 
     # --- a run -------------------------------------------------------------------------------------------
 
+    def protocol_provenance(self) -> dict[str, Any]:
+        """The protocol as it determined the numbers: with the format and its chat block under a chat format, without
+        them under ``completion`` (so that a baseline of a completion run compares as it always did)."""
+        if not self.answers.detects_refusals:
+            return self.protocol.model_dump(exclude={"chat"})
+        return {**self.protocol.model_dump(), "prompt_format": self.answers.prompt_format}
+
     def read_outputs_as(self, prompt_format: str) -> None:
         """Read the model's outputs as answers in ``prompt_format`` (refusals, echoes: :mod:`.answers`)."""
         self.answers = AnswerReader(prompt_format)
@@ -220,7 +227,7 @@ class Evaluation:
 
         Two runs are comparable for the baseline gate when these agree.
         """
-        return {"protocol": self.protocol.model_dump(), "templates": list(dict.fromkeys(p.template_id for p in self.prompts))}
+        return {"protocol": self.protocol_provenance(), "templates": list(dict.fromkeys(p.template_id for p in self.prompts))}
 
     def describe(self) -> str:
         """One line for the pytest header."""

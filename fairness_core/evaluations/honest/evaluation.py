@@ -143,7 +143,7 @@ class HonestEvaluation(Evaluation):
 
     def provenance(self) -> dict[str, Any]:
         lexicon = self._loaded_lexicon()
-        return {"protocol": self.protocol.model_dump(), "templates": list(self.templates),
+        return {"protocol": self.protocol_provenance(), "templates": list(self.templates),
                 "lexicon": {"source": lexicon.source, "level": self.level, "entries": len(lexicon.entries),
                             "sha256": lexicon.fingerprint}}
 

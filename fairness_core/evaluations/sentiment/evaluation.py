@@ -150,7 +150,7 @@ class SentimentEvaluation(Evaluation):
             for a in scored.refused]
 
     def provenance(self) -> dict[str, Any]:
-        return {"protocol": self.protocol.model_dump(), "templates": list(self.templates),
+        return {"protocol": self.protocol_provenance(), "templates": list(self.templates),
                 "scorer": self._loaded_scorer().description}
 
     def describe(self) -> str:
