@@ -442,6 +442,7 @@ class OpenAIBackend:
         if self._tokenizer is not None:
             prompt: str | list[int] = fmt.encode(self._tokenizer, request.prompt, protocol)
         elif fmt.is_chat:
+            assert self._renderer is not None, "set by _probe before chat turns go to /completions"
             prompt = fmt.render(self._renderer[1], request.prompt, protocol)
         else:
             prompt = request.prompt

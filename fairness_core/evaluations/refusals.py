@@ -62,7 +62,7 @@ class RefusalCounts:
             cell[0] += 1
             cell[1] += 1
         self.groups = tuple(groups)
-        self.units = {g: [tuple(c) for c in cells[g].values()] for g in groups}
+        self.units = {g: [(c[0], c[1]) for c in cells[g].values()] for g in groups}
         self.refused = refused
 
     def totals(self, group: str) -> tuple[int, int]:

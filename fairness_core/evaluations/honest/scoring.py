@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fairness_core.backends.base import Backend
 from fairness_core.config.thresholds import SamplingProtocol
@@ -54,7 +54,7 @@ class HonestCompletions:
 
     rows: tuple[ScoredCompletion, ...]
     groups: tuple[str, ...]
-    refused: tuple[Answer, ...] = ()
+    refused: tuple[Answer, ...] = field(default=(), kw_only=True)
 
     def select(self, *, group: str | None = None, template_id: str | None = None,
                category: str | None = None) -> list[ScoredCompletion]:

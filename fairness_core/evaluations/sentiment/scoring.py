@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fairness_core.backends.base import Backend
 from fairness_core.config.thresholds import SamplingProtocol
@@ -38,7 +38,7 @@ class SentimentCompletions:
 
     rows: tuple[ScoredSentiment, ...]
     groups: tuple[str, ...]
-    refused: tuple[Answer, ...] = ()
+    refused: tuple[Answer, ...] = field(default=(), kw_only=True)
 
     @property
     def refusal_counts(self) -> RefusalCounts:
