@@ -178,7 +178,8 @@ class Suite:
             if result.limit is None or not result.verdict(self.config.decision_rule):
                 continue
             true = truth.get(result.id)
-            if true is not None and (true > result.limit.upper):
+            lower = result.limit.lower
+            if true is not None and (true > result.limit.upper or (lower is not None and true < lower)):
                 continue
             failing.append(family(result))
         return failing

@@ -13,7 +13,7 @@ then the model, then each evaluation's scorer or lexicon), is gathered into one
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,7 +53,9 @@ class AuditSetup:
     evaluations: dict[str, Evaluation]
 
     @classmethod
-    def load(cls, thresholds: Path, attributes: str) -> AuditSetup:
+    def load(cls, thresholds: Path, attributes: str, values: Mapping[str, Any] | None = None) -> AuditSetup:
+        """The setup of ``thresholds`` and ``attributes``; each evaluation takes the option ``values`` (by name)
+        that change its prompts (:meth:`~fairness_core.evaluations.base.Evaluation.configure`)."""
         problems: list[str] = []
         config: AuditConfig | None = _collect(problems, lambda: load_thresholds(thresholds))
         attribute_set: AttributeSet | None = _collect(problems, lambda: load_attribute_set(attributes))
@@ -73,6 +75,10 @@ class AuditSetup:
         if problems or config is None or attribute_set is None:
             raise AuditSetupError(problems)
         evaluations = {name: cls_(config, attribute_set) for name, cls_ in classes.items() if cls_.supports(attribute_set)}
+        for evaluation in evaluations.values():
+            _collect(problems, functools.partial(evaluation.configure, values or {}))
+        if problems:
+            raise AuditSetupError(problems)
         return cls(config, attribute_set, evaluations)
 
     def not_applicable(self) -> dict[str, str]:
