@@ -72,7 +72,7 @@ def _batch_scores(model, rows, *, pad_id: int, accepts_positions: bool, accepts_
     input_ids = torch.tensor([[pad_id] * (width - len(s)) + s for s in sequences], device=device)
     attention_mask = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in sequences], device=device)
     keep = max(len(continuation) for _, continuation in rows) + 1
-    arguments = {}
+    arguments: dict[str, object] = {}
     if accepts_positions:
         arguments["position_ids"] = (attention_mask.cumsum(-1) - 1).clamp(min=0)
     if accepts_logits_to_keep:
