@@ -467,7 +467,8 @@ class OpenAIBackend:
         try:
             if self._tokenizer is not None:
                 return continuation_logprob(answer, first_token=len(context_ids), tokens=len(continuation_ids))
-            return continuation_logprob(answer, first_character=len(context))
+            return continuation_logprob(answer, first_character=len(context),
+                                        end_character=len(context) + len(continuation))
         except ValueError as err:
             raise ScoringUnsupportedError(f"{self.settings.base_url} does not score continuations: {err}") from None
 
@@ -483,9 +484,11 @@ def score_body(model: str, prompt: str | list[int]) -> dict[str, Any]:
 
 
 def continuation_logprob(answer: dict[str, Any], *, first_token: int | None = None, tokens: int | None = None,
-                         first_character: int | None = None) -> float:
+                         first_character: int | None = None, end_character: int | None = None) -> float:
     """The sum of the echoed prompt's token log-probabilities from ``first_token`` on (``tokens`` of them), or, for a
-    prompt sent as text, of the tokens that start at or after ``first_character``; ``ValueError`` without them.
+    prompt sent as text, of the tokens that start at or after ``first_character`` and before ``end_character``;
+    ``ValueError`` without them.  A token that starts at the end of the text is one the server appended to the
+    prompt (a SentencePiece ``</s>``): the model reads it, but it is no part of the continuation.
 
     >>> answer = {"choices": [{"text": "ab", "logprobs": {"token_logprobs": [None, -1.0, -0.5], "text_offset": [0, 1, 2]}}]}
     >>> continuation_logprob(answer, first_token=1, tokens=2), continuation_logprob(answer, first_character=2)
@@ -505,7 +508,8 @@ def continuation_logprob(answer: dict[str, Any], *, first_token: int | None = No
         if not isinstance(offsets, list) or len(offsets) != len(values):
             raise ValueError("its answer holds no logprobs.text_offset to find the continuation's tokens by")
         start = offsets[0] if offsets else 0
-        picked = [v for v, offset in zip(values, offsets) if offset - start >= (first_character or 0)]
+        end = float("inf") if end_character is None else end_character
+        picked = [v for v, offset in zip(values, offsets) if (first_character or 0) <= offset - start < end]
     if not picked or any(not isinstance(v, (int, float)) for v in picked):
         raise ValueError("its answer has no log-probability for the continuation's tokens")
     return float(sum(picked))

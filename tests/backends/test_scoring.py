@@ -141,6 +141,7 @@ def test_continuation_logprob_by_tokens_and_by_characters():
     answer = {"choices": [{"text": "abc", "logprobs": {"token_logprobs": [None, -1.0, -2.0], "text_offset": [0, 1, 2]}}]}
     assert continuation_logprob(answer, first_token=1, tokens=2) == -3.0
     assert continuation_logprob(answer, first_character=2) == -2.0
+    assert continuation_logprob(answer, first_character=1, end_character=2) == -1.0
     with pytest.raises(ValueError, match="echoed 3 token log-probabilities for a prompt of 4 tokens"):
         continuation_logprob(answer, first_token=2, tokens=2)
 
