@@ -18,7 +18,6 @@ from fairness_core.config.option_types import AUDIT, GENERATE, PLAN, Option, one
 from fairness_core.evaluations.base import Evaluation, MetricSpec
 from fairness_core.evaluations.bbq.config import BbqConfig
 from fairness_core.evaluations.bbq.section import BbqSection
-from fairness_core.evaluations.prompts import PromptSet
 
 if TYPE_CHECKING:
     from fairness_core.backends.base import Backend
@@ -77,9 +76,13 @@ class BbqEvaluation(Evaluation):
         return self._prompts()
 
     def _prompts(self) -> tuple[Prompt, ...]:
+        """What the run generates: the distinct generated-choice prompts, or nothing (the likelihood scorer generates
+        no text), so that ``generate`` and ``plan`` ask what the audit asks."""
         from fairness_core.evaluations.bbq.scoring import choice_prompts
 
         self.choice_prompts = choice_prompts(self.questions.items, self.questions.shots)
+        if self.scorer != "generated-choice":
+            return ()
         return tuple({p.text: p for p in self.choice_prompts.values()}.values())
 
     def configure(self, values: Mapping[str, Any]) -> None:
@@ -94,12 +97,8 @@ class BbqEvaluation(Evaluation):
         if path:
             self.questions = file_questions(read_question_file(str(path)), subset=subset,
                                             few_shots=self.limits.few_shots)
-            self.prompts = self._prompts()
             self.groups = self.questions.categories
-
-    def prompt_set(self) -> PromptSet:
-        """The generated-choice prompts; nothing for the likelihood scorer, which generates no text."""
-        return PromptSet(self.name, self.protocol, self.prompts if self.scorer == "generated-choice" else ())
+        self.prompts = self._prompts()
 
     def test_parameters(self) -> dict[str, list[str]]:
         categories = list(self.questions.categories)
