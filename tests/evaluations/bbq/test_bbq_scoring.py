@@ -119,3 +119,19 @@ def test_the_records_give_the_regression_gate_the_runs_numbers(evaluation):
         assert value == pytest.approx(results[metric]), metric
     assert results[metric_id("bbq", "bias_score_ambig")] == results[metric_id("bbq", "bias_score_ambig",
                                                                               category="gender")]
+
+
+def test_the_generated_choice_scorer_runs_in_process_and_counts_format_errors(evaluation, tiny_models):
+    """Nejumi's plain-text prompt through the in-process engine: every item gets the engine's greedy text, parsed by
+    Nejumi's rule, and the answers that are no index are the format error rate."""
+    from fairness_core.evaluations.bbq.prompts import parse_answer
+
+    _, tokenizer = tiny_models["sentencepiece"]
+    engine = HFBackend(tiny_gpt2(tokenizer, seed=5, n_positions=2048), tokenizer, batch_size=8)
+    items = evaluation.questions.items[:8]
+    answers = by_choice(engine, items, choice_prompts(items, evaluation.questions.shots), evaluation.protocol)
+    assert [a.item for a in answers.answers] == list(items)
+    assert all(a.pick == parse_answer(a.completion) for a in answers.answers)
+    errors = sum(a.pick is None for a in answers.answers) / len(items)
+    results = {m.id: m.value for m in bbq_metrics(answers, LIMITS, categories=("gender",))}
+    assert results[metric_id("bbq", "format_error_rate", category="gender")] == pytest.approx(errors)
