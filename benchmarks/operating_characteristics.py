@@ -15,8 +15,9 @@ sentiment scores, no model and no generation, so a thousand runs take minutes.
 * **Contributing families**: the share of runs in which each test family
   (``honest.honest_score[template]``, ``sentiment.mean_gap``, ...) fails.
 * **Power**: the share of biased runs that the suite blocks, for HONEST ratios
-  1.25-4.8 (one group's rate times r), one group's excess rate, and sentiment
-  mean gaps 0.05-0.2 (one group lowered); for nationality one group of eight.
+  1.25-4.8 (one group's rate times r), one group's excess rate, sentiment
+  mean gaps 0.05-0.2 (one group lowered), and BBQ bias scores 0.1-0.3 (answers
+  moved towards the stereotype); for nationality one group of eight.
 * **Regression gate**: two runs of the same simulated model (new sampling
   seed), the second judged against the first as ``--baseline``; and its power
   against a real degradation.
@@ -178,7 +179,8 @@ class Suite:
             if result.limit is None or not result.verdict(self.config.decision_rule):
                 continue
             true = truth.get(result.id)
-            if true is not None and (true > result.limit.upper):
+            lower = result.limit.lower
+            if true is not None and (true > result.limit.upper or (lower is not None and true < lower)):
                 continue
             failing.append(family(result))
         return failing
@@ -341,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         line = f"{name}: highest suite-wide false alarms over the grid {share(worst[1], worst[2]).strip()} ({worst[0]})"
         if not args.no_reference:
             line += f"; at the reference setting {share(rows[0][1], rows[0][2]).strip()} of {rows[0][2]} fair runs"
-        for label in ("HONEST ratio 2", "HONEST ratio 4.8 (seed study)", "sentiment gap 0.1"):
+        for label in ("HONEST ratio 2", "HONEST ratio 4.8 (seed study)", "sentiment gap 0.1", "BBQ bias score 0.2"):
             if label in power:
                 line += f"; power at {label} {share(*power[label]).strip()}"
         notes.append(line)

@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         thresholds = resolve_thresholds(values.get(THRESHOLDS.dest), root=project_root(Path.cwd()))
-        setup = AuditSetup.load(thresholds, values["attributes"])
+        setup = AuditSetup.load(thresholds, values["attributes"], values)
         if args.command == "plan":
             return _plan(thresholds, setup, values)
         return _generate(setup, values)

@@ -153,8 +153,9 @@ def _setup(config: pytest.Config) -> AuditSetup | AuditUsageError:
         from fairness_core.session import AuditSetup
 
         thresholds = resolve_thresholds(config.getoption(THRESHOLDS.dest), root=config.rootpath)
+        values = {option.dest: config.getoption(option.dest) for _, option in run_options(AUDIT, problems=[])}
         try:
-            config.stash[setup_key] = AuditSetup.load(thresholds, config.getoption(ATTRIBUTES.dest))
+            config.stash[setup_key] = AuditSetup.load(thresholds, config.getoption(ATTRIBUTES.dest), values)
         except AuditUsageError as err:
             config.stash[setup_key] = err
     return config.stash[setup_key]

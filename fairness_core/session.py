@@ -13,7 +13,7 @@ then the model, then each evaluation's scorer or lexicon), is gathered into one
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,7 +53,9 @@ class AuditSetup:
     evaluations: dict[str, Evaluation]
 
     @classmethod
-    def load(cls, thresholds: Path, attributes: str) -> AuditSetup:
+    def load(cls, thresholds: Path, attributes: str, values: Mapping[str, Any] | None = None) -> AuditSetup:
+        """The setup of ``thresholds`` and ``attributes``; each evaluation takes the option ``values`` (by name)
+        that change its prompts (:meth:`~fairness_core.evaluations.base.Evaluation.configure`)."""
         problems: list[str] = []
         config: AuditConfig | None = _collect(problems, lambda: load_thresholds(thresholds))
         attribute_set: AttributeSet | None = _collect(problems, lambda: load_attribute_set(attributes))
@@ -76,9 +78,11 @@ class AuditSetup:
         if problems:
             raise AuditSetupError(problems)
         evaluations = {name: classes[name](config, attribute_set) for name in supported}
+        for evaluation in evaluations.values():
+            _collect(problems, functools.partial(evaluation.configure, values or {}))
         problems += [f"The attribute set {attribute_set.name!r} ({attribute_set.source}) leaves the {name} evaluation "
-                     f"no prompt to ask: its {name} section excludes every template, or has no term"
-                     for name, evaluation in evaluations.items() if not evaluation.prompts]
+                     f"nothing to ask: its {name} section excludes every template, or has no term"
+                     for name, evaluation in evaluations.items() if not evaluation.asks_something()]
         if problems:
             raise AuditSetupError(problems)
         return cls(config, attribute_set, evaluations)

@@ -20,7 +20,11 @@ normally it works through ``faults``, one per request, in order:
 
 ``models_status`` (default 200) is the status ``GET /v1/models`` answers, and
 ``models_delay_s`` how long it waits first (a server that takes the connection
-and never answers).
+and never answers).  ``answer``, when set, makes the completion text from the
+request body (a scripted model); ``prompt_logprobs``, when set, answers a
+request with ``echo`` as vLLM does: the prompt back with each character's
+scripted log-probability (``logprobs.token_logprobs``, ``text_offset``); without
+it, ``echo`` is ignored, as by a server that cannot score.
 
 Run as a script (``python http_support.py PORT [CRASH_AFTER]``) it serves in
 the foreground and, with ``CRASH_AFTER``, exits abruptly after that many
@@ -132,6 +136,18 @@ def completion_body(text: str, *, choices: int = 1, finish_reason: str = "length
     }).encode()
 
 
+def echo_body(prompt: str, logprob_of) -> bytes:
+    """vLLM's answer to ``echo`` with ``logprobs`` and ``max_tokens`` 0: the prompt, one token per character."""
+    values = [None] + [logprob_of(prompt[:i], prompt[i]) for i in range(1, len(prompt))]
+    return json.dumps({
+        "id": "cmpl-1", "object": "text_completion", "model": MODEL,
+        "choices": [{"index": 0, "text": prompt, "finish_reason": "length",
+                     "logprobs": {"tokens": list(prompt), "token_logprobs": values,
+                                  "text_offset": list(range(len(prompt)))}}],
+        "usage": {"prompt_tokens": len(prompt), "completion_tokens": 0, "total_tokens": len(prompt)},
+    }).encode()
+
+
 def stop_process(process: subprocess.Popen, *, grace_s: float) -> None:
     """Stop a server this test started, by its pid: terminate, and kill what has not exited after ``grace_s``."""
     process.terminate()
@@ -174,6 +190,8 @@ class ScriptedServer(ServedInThread, ThreadingHTTPServer):
         #: answers fields it does not know, naming them).
         self.chat_status = 200
         self.paths: list[str] = []
+        self.answer = None
+        self.prompt_logprobs = None
         self.lock = threading.Lock()
 
     @property
@@ -233,7 +251,10 @@ class Handler(BaseHTTPRequestHandler):
             self._send(422, json.dumps({"error": {"message": f"Unexpected fields in the request: {unknown}"}}).encode())
             return
         fault = self.server.next_fault()
-        text = f"<{body['seed']}>{self.server.text_suffix}"
+        text = self.server.answer(body) if self.server.answer else f"<{body.get('seed')}>{self.server.text_suffix}"
+        if fault is None and body.get("echo") and self.server.prompt_logprobs and isinstance(body["prompt"], str):
+            self._send(200, echo_body(body["prompt"], self.server.prompt_logprobs))
+            return
         try:
             if fault == "slow":
                 time.sleep(self.server.slow_s)

@@ -4,6 +4,12 @@ Kept this small on purpose so that other engines (vLLM, an OpenAI-compatible
 server, pre-generated JSONL) drop in without touching audits or metrics.
 A request is one sample of one prompt; ``sample_index`` tells the samples of a
 prompt apart and, with the run's seed, picks the random stream that draws it.
+
+A backend may also *score*: ``score(list[ScoreRequest]) -> list[float]``, the
+log-probability of each continuation after its context, teacher-forced, in
+request order (:func:`score_continuations`).  The in-process engines and a
+server that echoes prompt log-probabilities can; completions read from files
+cannot, and say so with one :class:`ScoringUnsupportedError`.
 """
 
 from __future__ import annotations
@@ -152,3 +158,34 @@ def complete(backend: Backend, prompts: Sequence[P], protocol: SamplingProtocol,
     requests = requests_for(prompts, protocol, evaluation=evaluation)
     prompt_of = [p for p in prompts for _ in range(protocol.num_samples)]
     return list(zip(prompt_of, backend.generate(requests, protocol), strict=True))
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """A continuation to score after its context: ``log P(continuation | context)``, summed over its tokens."""
+
+    context: str
+    continuation: str
+
+
+class ScoringUnsupportedError(AuditUsageError):
+    """The backend cannot score continuations (it reads completions, or its server sends no prompt log-probabilities)."""
+
+
+class ContextWindowError(AuditUsageError):
+    """A text to score is longer than the model's context window; the message says by how much."""
+
+
+class ScoringBackend(Backend, Protocol):
+    def score(self, requests: Sequence[ScoreRequest]) -> list[float]:
+        """The summed log-probability of each request's continuation after its context, in request order."""
+        ...
+
+
+def score_continuations(backend: Backend, requests: Sequence[ScoreRequest]) -> list[float]:
+    """``backend.score(requests)``; a backend without ``score`` raises one :class:`ScoringUnsupportedError`."""
+    score = getattr(backend, "score", None)
+    if score is None:
+        raise ScoringUnsupportedError(f"the {backend.description.get('backend', type(backend).__name__)} backend cannot "
+                                      f"score continuations: it has completions only")
+    return score(requests)

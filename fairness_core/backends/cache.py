@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -40,7 +41,7 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock
 
-from fairness_core.backends.base import Backend, Completion, Request
+from fairness_core.backends.base import Backend, Completion, Request, ScoreRequest, score_continuations
 from fairness_core.config.chat_framings import framing_text
 
 if TYPE_CHECKING:
@@ -190,6 +191,43 @@ class CachedBackend:
             self.misses += 1
             return completions
 
+    def score(self, requests: Sequence[ScoreRequest]) -> list[float]:
+        """The wrapped backend's scores, stored by :func:`score_cache_key`; it must score (else one usage error)."""
+        inner = getattr(self.inner, "score", None)
+        if inner is None:
+            return score_continuations(self.inner, requests)  # raises: the wrapped backend cannot score
+        path = self.score_entry_path(requests)
+        with _entry_lock(path):
+            cached = self._read_scores(path, len(requests))
+            if cached is not None:
+                self.hits += 1
+                return cached
+            scores = inner(requests)
+            try:
+                write_atomically(path, scores_entry_text(scores))
+            except OSError as err:
+                self.not_stored.append(f"{path}: not stored, the cache cannot be written ({err.strerror or err})")
+            self.misses += 1
+            return scores
+
+    def score_entry_path(self, requests: Sequence[ScoreRequest]) -> Path:
+        key = score_cache_key(self.fingerprint, requests)
+        return self.cache_dir / key[:2] / f"{key}.json"
+
+    def _read_scores(self, path: Path, expected: int) -> list[float] | None:
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as err:
+            self.rejected.append(f"{path}: unreadable ({err})")
+            return None
+        try:
+            return parse_scores_entry(text, expected)
+        except CacheEntryError as err:
+            self.rejected.append(f"{path}: {err}")
+            return None
+
     @property
     def usage(self) -> dict:
         """The wrapped backend's request and token counts (an HTTP client's), for the provenance."""
@@ -246,3 +284,31 @@ def _entry_lock(path: Path) -> Iterator[None]:
         yield
     finally:
         lock.release()
+
+
+def score_cache_key(fingerprint: Mapping[str, str], requests: Sequence[ScoreRequest]) -> str:
+    """SHA-256 of everything that determines the scores: the backend's fingerprint and the (context, continuation)s."""
+    payload = {"format": CACHE_FORMAT, "kind": "score", "fingerprint": dict(sorted(fingerprint.items())),
+               "requests": [[r.context, r.continuation] for r in requests]}
+    return hashlib.sha256(json.dumps(payload, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
+
+
+def scores_entry_text(scores: Sequence[float]) -> str:
+    rows = [float(s) for s in scores]
+    return json.dumps({"sha256": completions_checksum(rows), "scores": rows})
+
+
+def parse_scores_entry(text: str, expected: int) -> list[float]:
+    """The scores of a score entry; :class:`CacheEntryError` when it fails the checksum or is not ``expected`` finite numbers."""
+    try:
+        entry = json.loads(text)
+    except ValueError as err:
+        raise CacheEntryError(f"not JSON ({err})") from None
+    if not isinstance(entry, dict) or set(entry) != {"sha256", "scores"}:
+        raise CacheEntryError("not a score entry of this cache format (expected keys 'sha256' and 'scores')")
+    rows = entry["scores"]
+    if not isinstance(rows, list) or completions_checksum(rows) != entry["sha256"]:
+        raise CacheEntryError("checksum mismatch: the scores were edited or corrupted")
+    if len(rows) != expected or not all(type(v) is float and math.isfinite(v) for v in rows):
+        raise CacheEntryError(f"not {expected} finite numbers")
+    return rows

@@ -93,9 +93,19 @@ from typing import Any
 
 import httpx
 
-from fairness_core.backends.base import FILTERED, BackendSettings, Completion, GenerationError, Request, request_seed
+from fairness_core.backends.base import (
+    FILTERED,
+    BackendSettings,
+    Completion,
+    GenerationError,
+    Request,
+    ScoreRequest,
+    ScoringUnsupportedError,
+    request_seed,
+)
 from fairness_core.backends.journal import Journal, journal_notes
 from fairness_core.backends.prompt_formats import PromptFormat
+from fairness_core.backends.token_ids import encode_continuation
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.errors import AuditUsageError
 
@@ -629,6 +639,90 @@ class OpenAIBackend:
                 for task in workers:
                     task.cancel()
                 await asyncio.gather(*workers, return_exceptions=True)
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[float]:
+        """Each continuation's log-probability after its context, from the server's echoed prompt log-probabilities.
+
+        One ``/completions`` request per distinct text (:func:`score_body`); a
+        server that answers without them is one :class:`ScoringUnsupportedError`.
+        """
+        texts = list(dict.fromkeys((r.context, r.continuation) for r in requests))
+        scores = asyncio.run(self._score_all(texts))
+        return [scores[(r.context, r.continuation)] for r in requests]
+
+    async def _score_all(self, texts: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
+        found: dict[tuple[str, str], float] = {}
+        queue = iter(texts)
+
+        async def worker(client):
+            for context, continuation in queue:
+                found[(context, continuation)] = await self._score_one(client, context, continuation)
+
+        async with self._client() as client:
+            await asyncio.gather(*(worker(client) for _ in range(min(self.settings.concurrency, len(texts)))))
+        return found
+
+    async def _score_one(self, client: httpx.AsyncClient, context: str, continuation: str) -> float:
+        if self._tokenizer is not None:
+            context_ids, continuation_ids = encode_continuation(self._tokenizer, context, continuation)
+            prompt: str | list[int] = context_ids + continuation_ids
+        else:
+            prompt = context + continuation
+        response, answer = await self._post(client, score_body(self.settings.model, prompt),
+                                            Request(context + continuation), "completions")
+        if answer is None:
+            raise ScoringUnsupportedError(f"{self.settings.base_url} does not score continuations: it answers a request "
+                                          f"with echo, logprobs and max_tokens 0 with HTTP {response.status_code}: "
+                                          f"{server_message(response)}")
+        try:
+            if self._tokenizer is not None:
+                return continuation_logprob(answer, first_token=len(context_ids), tokens=len(continuation_ids))
+            return continuation_logprob(answer, first_character=len(context),
+                                        end_character=len(context) + len(continuation))
+        except ValueError as err:
+            raise ScoringUnsupportedError(f"{self.settings.base_url} does not score continuations: {err}") from None
+
+
+def score_body(model: str, prompt: str | list[int]) -> dict[str, Any]:
+    """A request for the prompt's own token log-probabilities and nothing generated (vLLM's ``echo`` with ``max_tokens`` 0).
+
+    >>> score_body("m", [5, 6])["echo"], score_body("m", [5, 6])["max_tokens"]
+    (True, 0)
+    """
+    return {"model": model, "prompt": prompt, "echo": True, "logprobs": 1, "max_tokens": 0, "temperature": 0.0,
+            "n": 1, "stream": False}
+
+
+def continuation_logprob(answer: dict[str, Any], *, first_token: int | None = None, tokens: int | None = None,
+                         first_character: int | None = None, end_character: int | None = None) -> float:
+    """The sum of the echoed prompt's token log-probabilities from ``first_token`` on (``tokens`` of them), or, for a
+    prompt sent as text, of the tokens that start at or after ``first_character`` and before ``end_character``;
+    ``ValueError`` without them.  A token that starts at the end of the text is one the server appended to the
+    prompt (a SentencePiece ``</s>``): the model reads it, but it is no part of the continuation.
+
+    >>> answer = {"choices": [{"text": "ab", "logprobs": {"token_logprobs": [None, -1.0, -0.5], "text_offset": [0, 1, 2]}}]}
+    >>> continuation_logprob(answer, first_token=1, tokens=2), continuation_logprob(answer, first_character=2)
+    (-1.5, -0.5)
+    """
+    choices = answer.get("choices") or [{}]
+    logprobs = choices[0].get("logprobs") or {}
+    values = logprobs.get("token_logprobs")
+    if not isinstance(values, list) or not values:
+        raise ValueError("its answer holds no logprobs.token_logprobs of the prompt (it needs echo with logprobs)")
+    if first_token is not None and tokens is not None:
+        picked = values[first_token:first_token + tokens]
+        if len(picked) != tokens:
+            raise ValueError(f"it echoed {len(values)} token log-probabilities for a prompt of {first_token + tokens} tokens")
+    else:
+        offsets = logprobs.get("text_offset")
+        if not isinstance(offsets, list) or len(offsets) != len(values):
+            raise ValueError("its answer holds no logprobs.text_offset to find the continuation's tokens by")
+        start = offsets[0] if offsets else 0
+        end = float("inf") if end_character is None else end_character
+        picked = [v for v, offset in zip(values, offsets) if (first_character or 0) <= offset - start < end]
+    if not picked or any(not isinstance(v, (int, float)) for v in picked):
+        raise ValueError("its answer has no log-probability for the continuation's tokens")
+    return float(sum(picked))
 
 
 def local_tokenizer(candidates: Sequence[str | None]):

@@ -20,3 +20,19 @@ def encode_prompt(tokenizer, text: str) -> list[int]:
     if bos is not None and tokenizer("あ")["input_ids"][:1] == [bos]:
         ids = [bos, *ids]
     return ids
+
+
+def encode_continuation(tokenizer, context: str, continuation: str) -> tuple[list[int], list[int]]:
+    """Token ids of a context (:func:`encode_prompt`) and of a continuation scored after it.
+
+    The continuation's ids are those of ``context + continuation`` encoded as
+    one text, past the context's own ids, as lm-eval splits a pair: so the
+    continuation is tokenized as it reads in running text (no SentencePiece
+    word-start mark where it follows the context directly).  A continuation that
+    encodes to nothing is an error.
+    """
+    context_ids = encode_prompt(tokenizer, context)
+    continuation_ids = encode_prompt(tokenizer, context + continuation)[len(context_ids):]
+    if not continuation_ids:
+        raise ValueError(f"The continuation {continuation!r} encodes to no token after {context[-20:]!r}.")
+    return context_ids, continuation_ids

@@ -31,8 +31,9 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from fairness_core.backends.base import BackendSettings, Completion, Request, request_seed
+from fairness_core.backends.base import BackendSettings, Completion, Request, ScoreRequest, request_seed
 from fairness_core.backends.hf.model_checks import PROBE_PROMPTS
+from fairness_core.backends.token_ids import encode_continuation
 from fairness_core.config.locations import first_line
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.errors import AuditUsageError
@@ -143,6 +144,27 @@ class VLLMBackend:
         outputs = self.llm.generate(prompts, params, use_tqdm=False)
         return [Completion(o.outputs[0].text, len(o.outputs[0].token_ids), o.outputs[0].finish_reason)
                 for o in outputs]
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[float]:
+        """Each continuation's log-probability after its context, from vLLM's prompt log-probabilities (``prompt_logprobs``)."""
+        from vllm import SamplingParams
+
+        tokenizer = self.llm.get_tokenizer()
+        pairs = [encode_continuation(tokenizer, r.context, r.continuation) for r in requests]
+        params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1, detokenize=False)
+        outputs = self.llm.generate([{"prompt_token_ids": c + k} for c, k in pairs], params, use_tqdm=False)
+        return [prompt_logprob_sum(o.prompt_logprobs, len(c), k) for o, (c, k) in zip(outputs, pairs)]
+
+
+def prompt_logprob_sum(prompt_logprobs, start: int, tokens: Sequence[int]) -> float:
+    """The summed log-probability of ``tokens`` at prompt positions ``start`` on, from vLLM's ``prompt_logprobs``
+    (a dict per position, from token id to an object with ``logprob``; the prompt's own token is always in it).
+
+    >>> from types import SimpleNamespace as L
+    >>> prompt_logprob_sum([None, {7: L(logprob=-1.0)}, {8: L(logprob=-0.25), 9: L(logprob=-2.0)}], 1, [7, 8])
+    -1.25
+    """
+    return float(sum(prompt_logprobs[start + j][token].logprob for j, token in enumerate(tokens)))
 
 
 def create_backend(settings: BackendSettings) -> VLLMBackend:

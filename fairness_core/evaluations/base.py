@@ -17,7 +17,7 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -98,7 +98,8 @@ class Evaluation:
 
     What a subclass must give: ``name``, ``config_model``, ``metric_specs``,
     :meth:`build_prompts`, :meth:`run`, :meth:`metrics` and
-    :meth:`completion_records`.  Everything else has a default.
+    :meth:`completion_records`.  Everything else has a default.  Options that
+    change the prompts (a question file) reach it through :meth:`configure`.
 
     Construction is cheap (prompts and test parameters only); :meth:`load`
     reads the heavy resources (a lexicon, a classifier) and is called only when
@@ -139,6 +140,10 @@ class Evaluation:
         """Every prompt of this evaluation for ``attributes``, in a stable order."""
         raise NotImplementedError
 
+    def asks_something(self) -> bool:
+        """Whether the attribute set leaves this evaluation anything to ask (a set may exclude every template)."""
+        return bool(self.prompts)
+
     def prompt_set(self) -> PromptSet:
         return PromptSet(self.name, self.protocol, self.prompts)
 
@@ -177,6 +182,16 @@ class Evaluation:
     def gated_metrics(self) -> list[str]:
         """Ids of the aggregate metrics that the ``--baseline`` gate compares."""
         return []
+
+    def configure(self, values: Mapping[str, Any]) -> None:
+        """Take the run's option values (by name, as given) that change what this evaluation asks, e.g. a question file.
+
+        The setup calls it once, after construction and before the prompts, the
+        test parameters or the plan are read, so that ``pytest``, ``generate``
+        and ``plan`` see the same prompts.  Keep it cheap (no model, no
+        classifier: that is :meth:`load`); a bad value is an ``AuditUsageError``
+        naming the option.  Default: nothing.
+        """
 
     # --- the regression gate's pairing by prompt ----------------------------------------------------------
 

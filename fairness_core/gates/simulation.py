@@ -20,7 +20,8 @@ from typing import Any, Protocol
 
 @dataclass(frozen=True)
 class Effect:
-    """A bias planted against one group: its rates times ``factor`` plus ``excess``, its scores lower by ``gap``.
+    """A bias planted against one group: its rates times ``factor`` plus ``excess``, its scores lower by ``gap``,
+    its answers to questions about people moved towards the stereotype by ``answer_bias`` (as a bias score).
 
     Each evaluation's simulator applies the parts that mean something for it.
     """
@@ -29,6 +30,7 @@ class Effect:
     factor: float = 1.0
     excess: float = 0.0
     gap: float = 0.0
+    answer_bias: float = 0.0
 
 
 FAIR = Effect("fair")

@@ -144,8 +144,9 @@ def build_results(session) -> AuditResults:
     for name, evaluation in session.evaluations.items():
         metrics += metric_records(session.card(name).metrics, session.config.decision_rule)
         records = evaluation.completion_records(session.scored(name))
-        by_group = {g: health([(r.prompt, r.completion) for r in records if r.group == g])
-                    for g in evaluation.groups}
+        # A group with no completions (its questions did not fit the model) has no health to report.
+        pairs = {g: [(r.prompt, r.completion) for r in records if r.group == g] for g in evaluation.groups}
+        by_group = {g: health(own) for g, own in pairs.items() if own}
         health_rows += [HealthRecord(evaluation=name, group=g, **vars(h)) for g, h in by_group.items()]
         flags += [f"{name}: {flag}" for flag in confounds(by_group)]
         completions[name] = records

@@ -106,7 +106,7 @@ def test_user_file_loads(tmp_path):
                                                              "京都で暮らすのは", "福岡で暮らすのは", "熊本で暮らすのは"]
     assert len(honest_prompts(region)) == 31 * 2 * 3
     provenance = region.provenance()
-    assert provenance["excluded"] == {"honest": {"reputation-03": "one person's nickname"},
+    assert provenance["excluded"] == {"bbq": {}, "honest": {"reputation-03": "one person's nickname"},
                                       "sentiment": {"place-02": "winters differ in fact, not in bias"}}
     assert provenance["honest_terms"][1] == {"kanto": "関東の学生", "kansai": "関西の学生", "kyushu": "九州の学生"}
     assert re.fullmatch(r"[0-9a-f]{64}", provenance["sha256"])
@@ -124,7 +124,7 @@ def _edit(old: str, new: str) -> str:
 
 MALFORMED = {
     "unknown key": (_edit("name: region", "name: region\ngropus: {}"),
-                    r"  - gropus: unknown key 'gropus'; allowed keys here: name, groups, honest, sentiment$"),
+                    r"  - gropus: unknown key 'gropus'; allowed keys here: name, groups, bbq, honest, sentiment$"),
     "unknown nested key": (_edit("    exclude_templates: {place-02", "    exclude_template: {place-02"),
                            r"sentiment\.places\.exclude_template: unknown key 'exclude_template'; allowed keys "
                            r"here: templates, substitutions, exclude_templates"),
@@ -172,7 +172,7 @@ MALFORMED = {
     "every template excluded": (_edit('{place-02: "winters differ in fact, not in bias"}',
                                       "{place-01: a, place-02: b}"),
                                 r"sentiment\.places\.exclude_templates: excludes every template of the family"),
-    "not a mapping": ("- a\n- b\n", r"\(top level\): must be a mapping with the keys name, groups, honest, "
+    "not a mapping": ("- a\n- b\n", r"\(top level\): must be a mapping with the keys name, groups, bbq, honest, "
                                     r"sentiment \(got list\)"),
 }
 
@@ -212,5 +212,5 @@ def test_a_set_that_no_evaluation_applies_to_is_one_usage_error(tmp_path):
     path.write_text("name: bare\ngroups: {a: A, b: B}\n", encoding="utf-8")
     assert load_attribute_set(str(path)).sections == {}
     with pytest.raises(AuditSetupError, match=r"No evaluation applies to the attribute set 'bare' \(.*bare\.yaml\): "
-                                              r"give it a section for one of honest, sentiment"):
+                                              r"give it a section for one of bbq, honest, sentiment"):
         AuditSetup.load(REPO / "thresholds.yaml", str(path))

@@ -225,7 +225,7 @@ def test_an_attribute_set_overrides_only_the_limits_it_names(tmp_path):
 @pytest.mark.parametrize(("override", "message"), [
     ({"honest": {"max_ratoi": 2}}, r"attributes\.nationality\.honest\.max_ratoi: unknown key 'max_ratoi'; "
                                    r"allowed keys here: protocol, .*max_ratio"),
-    ({"honesty": {}}, r"attributes\.nationality\.honesty: unknown key 'honesty'; allowed keys here: honest, sentiment"),
+    ({"honesty": {}}, r"attributes\.nationality\.honesty: unknown key 'honesty'; allowed keys here: bbq, honest, sentiment"),
     ({"honest": {"max_ratio": 0.5}}, r"attributes\.nationality\.honest\.max_ratio: .*greater than or equal to 1"),
 ])
 def test_a_bad_attribute_set_override_names_its_dotted_key(tmp_path, override, message):

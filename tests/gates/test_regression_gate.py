@@ -33,6 +33,8 @@ LAX = thresholds(lax=True, protocol={"temperature": 0.3},
 ABSENT_WORDS = ("爆弾", "核兵器")
 SENTIMENT_GATED = [m for m in GATED_METRICS if m.startswith("sentiment.")]
 HONEST_GATED = [m for m in GATED_METRICS if m.startswith("honest.")]
+#: The gated metrics of evaluations whose audit modules these runs leave out: skipped, as neither run has them.
+OTHER_GATED = [m for m in GATED_METRICS if m not in SENTIMENT_GATED + HONEST_GATED]
 
 
 @pytest.fixture
@@ -64,7 +66,7 @@ def test_baseline_gate_end_to_end(audits, tiny_model_dirs, biased_model):
     failures = regression_failures(worse)
     assert set(failures) == {f"test_no_regression[{m}]" for m in SENTIMENT_GATED}, output(worse)
     # honest_ratio is skipped: too few HONEST hits for a ratio
-    worse.assert_outcomes(failed=len(SENTIMENT_GATED), passed=len(HONEST_GATED) - 1, skipped=1)
+    worse.assert_outcomes(failed=len(SENTIMENT_GATED), passed=len(HONEST_GATED) - 1, skipped=1 + len(OTHER_GATED))
     for metric in SENTIMENT_GATED:
         text = failures[f"test_no_regression[{metric}]"]
         assert text.startswith(f"AUDIT VIOLATION: REGRESSION vs baseline {fair}: {metric}\n"), text
@@ -81,12 +83,12 @@ def test_baseline_gate_end_to_end(audits, tiny_model_dirs, biased_model):
     # The reverse: the worse model as the baseline, the better one as the candidate.
     better = run_audit(audits, fair, LAX, "test_regression.py", f"--baseline={biased_json}")
     assert better.ret == pytest.ExitCode.OK, output(better)
-    better.assert_outcomes(passed=len(GATED_METRICS) - 1, skipped=1)
+    better.assert_outcomes(passed=len(GATED_METRICS) - 1 - len(OTHER_GATED), skipped=1 + len(OTHER_GATED))
 
     # (a) the same model against its own baseline: identical numbers, nothing regresses.
     same = run_audit(audits, fair, LAX, "test_regression.py", f"--baseline={fair_json}")
     assert same.ret == pytest.ExitCode.OK, output(same)
-    same.assert_outcomes(passed=len(GATED_METRICS) - 1, skipped=1)
+    same.assert_outcomes(passed=len(GATED_METRICS) - 1 - len(OTHER_GATED), skipped=1 + len(OTHER_GATED))
 
 
 #: Edits of a baseline's provenance that make it another experiment, and the fields the error must list.

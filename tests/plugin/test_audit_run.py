@@ -37,7 +37,10 @@ def thresholds(**honest) -> dict:
     raw["honest"] = {"protocol": TINY_PROTOCOL, **honest}
     for section in raw.values():
         if isinstance(section, dict) and "protocol" in section:
-            section["protocol"] = dict(section["protocol"], **TINY_PROTOCOL)
+            # a protocol of one greedy answer per question stays one answer: only its length shrinks
+            one = section["protocol"].get("num_samples") == 1
+            section["protocol"] = dict(section["protocol"], **(
+                {"max_new_tokens": TINY_PROTOCOL["max_new_tokens"]} if one else TINY_PROTOCOL))
     return raw
 
 

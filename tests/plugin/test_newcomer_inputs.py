@@ -67,7 +67,7 @@ CASES = {
         lambda t: [f"--thresholds={_thresholds(t, _region_thresholds)}",
                    "--attributes=" + str(_yaml(t, "region.yaml", {**REGION, "honest": {
                        **REGION["honest"], "exclude_templates": {x.id: "x" for x in honest_templates()}}}))],
-        r"The attribute set 'region' \(.*region\.yaml\) leaves the honest evaluation no prompt to ask"),
+        r"The attribute set 'region' \(.*region\.yaml\) leaves the honest evaluation nothing to ask"),
     "nan-in-the-baseline": (lambda t: [f"--baseline={_baseline(t, 'honest_score', math.nan)}"],
                             r"holds values that no audit run makes.*\n  - honest\.honest_score: nan is not a finite number"),
     "share-above-one-in-the-baseline": (lambda t: [f"--baseline={_baseline(t, 'honest_score', 7.5)}"],

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from audit_support import output, run_audit, setup_audits, thresholds, write_thresholds
 
+from fairness_core.evaluations import discover
+
 LAX = thresholds(lax=True)
 
 
@@ -45,7 +47,7 @@ def test_selecting_sentiment_generates_nothing_else(audits, tiny_model_dirs, tmp
     assert _cache_entries(cache) == 1, "one generation call: the sentiment evaluation's"
     written = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert set(written["completions"]) == {"sentiment"}
-    assert written["provenance"]["not_run"] == {"honest": "not selected"}
+    assert written["provenance"]["not_run"] == {name: "not selected" for name in discover() if name != "sentiment"}
 
     missing = tmp_path / "no-such-lexicon.tsv"
     again = audits.runpytest_inprocess(
@@ -81,7 +83,7 @@ def test_results_of_a_partial_run_as_baseline_of_a_full_run(audits, tiny_model_d
     assert first.ret == pytest.ExitCode.OK, output(first)
     written = json.loads(first_json.read_text(encoding="utf-8"))
     assert {m["evaluation"] for m in written["metrics"]} == {"honest"}
-    assert written["provenance"]["not_run"] == {"sentiment": "not selected"}
+    assert written["provenance"]["not_run"] == {name: "not selected" for name in discover() if name != "honest"}
 
     full = run_audit(audits, model, LAX, f"--baseline={first_json}")
     assert full.ret == pytest.ExitCode.OK, output(full)

@@ -32,7 +32,7 @@ from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig, StaticCache
 from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
-from fairness_core.backends.base import BackendSettings, Completion, Request, request_seed
+from fairness_core.backends.base import BackendSettings, Completion, Request, ScoreRequest, request_seed
 from fairness_core.backends.cache import default_cache_dir
 from fairness_core.backends.hf.cpu_kernels import choose_kernels, fast_cpu_kernels
 from fairness_core.backends.hf.dtype_choice import DtypeChoice, choose_dtype
@@ -361,6 +361,16 @@ class HFBackend:
     def summary_lines(self) -> list[str]:
         """What the run's summary should say about this backend: a journal that could not be kept, once."""
         return list(self.notes)
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[float]:
+        """The summed log-probability of each continuation after its context, in order (``teacher_forcing.py``)."""
+        from fairness_core.backends.hf.teacher_forcing import encoded_pairs, score_pairs
+
+        pairs = encoded_pairs(self.tokenizer, requests, max_positions(self.model.config),
+                              self.description.get("model", "?"))
+        return score_pairs(self.model, pairs, pad_id=self.pad_id, batch_size=self.batch_size,
+                           accepts_positions=self._accepts_positions,
+                           accepts_logits_to_keep=bool(self._last_logits_only))
 
     def _generate_pending(self, requests, pending, results, protocol, journal) -> None:
         """Generate ``results[i]`` for each ``i`` in ``pending``, batch by batch, journalling each finished batch."""

@@ -1,0 +1,178 @@
+"""Bias in question answering (BBQ): questions -> answers (option likelihood or a generated index) -> bias scores.
+
+The class below is what the registry loads; it keeps its imports light (the
+pytest plugin reads its options on every pytest run).  The package holds the
+rest: the thresholds and attribute-set sections, the project's reviewed
+templates (``data/``) and their expansion into BBQ's items, the reader of a
+user's BBQ or JBBQ file with Nejumi's test subset, the prompts and the answer
+parsing, the two scorers, the formulas and metrics, the evidence, the gate
+simulation and the audit tests (``test_bbq.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from fairness_core.config.option_types import AUDIT, GENERATE, PLAN, Option, one_of
+from fairness_core.evaluations.base import Evaluation, MetricSpec
+from fairness_core.evaluations.bbq.config import BbqConfig
+from fairness_core.evaluations.bbq.section import BbqSection
+
+if TYPE_CHECKING:
+    from fairness_core.backends.base import Backend
+    from fairness_core.config.attribute_sets import AttributeSet
+    from fairness_core.config.audit_options import AuditOptions
+    from fairness_core.config.thresholds import AuditConfig
+    from fairness_core.evaluations.bbq.questions import QuestionSet
+    from fairness_core.evaluations.bbq.scoring import BbqAnswers
+    from fairness_core.evaluations.prompts import Prompt
+    from fairness_core.reporting.results import CompletionRecord
+    from fairness_core.scorecard import MetricResult
+
+ALL_COMMANDS = frozenset({AUDIT, GENERATE, PLAN})
+#: The audit tests' ``category`` value of the pool of every category (when there are several).
+POOL = "all"
+
+
+class BbqEvaluation(Evaluation):
+    """BBQ (Parrish et al. 2022) in Japanese: does the model pick the stereotyped person where the answer is unknown?"""
+
+    name: ClassVar[str] = "bbq"
+    config_model: ClassVar[type[BbqConfig]] = BbqConfig
+    attribute_section: ClassVar[type[BbqSection]] = BbqSection
+    parameters: ClassVar[tuple[str, ...]] = ("category",)
+    metric_specs: ClassVar[tuple[MetricSpec, ...]] = (
+        MetricSpec("accuracy_ambig", "higher"), MetricSpec("accuracy_disambig", "higher"),
+        MetricSpec("bias_score_ambig", "zero"), MetricSpec("bias_score_disambig", "zero"),
+        MetricSpec("accuracy_gap", "zero"), MetricSpec("bias_score", "higher"), MetricSpec("format_error_rate"))
+    options: ClassVar[tuple[Option, ...]] = (
+        Option("--bbq-file", "a BBQ or JBBQ file to ask instead of the project's questions: JSONL or CSV with BBQ's "
+               "fields, a folder of them, or several comma-separated", metavar="PATH", commands=ALL_COMMANDS),
+        Option("--bbq-subset", "with --bbq-file: nejumi asks only the 20 test items per category that Nejumi LLM "
+               "Leaderboard 4 scores", one_of("nejumi"), default_text="every item", commands=ALL_COMMANDS),
+        Option("--bbq-scorer", "likelihood (each option's log-probability; base models, in process or a server that "
+               "echoes prompt log-probabilities) or generated-choice (Nejumi's prompt, the answer's index generated; "
+               "any backend)", one_of("likelihood", "generated-choice"), "likelihood", commands=ALL_COMMANDS),
+    )
+
+    def __init__(self, config: AuditConfig, attributes: AttributeSet):
+        self.attributes = attributes
+        self.scorer = "likelihood"
+        super().__init__(config, attributes)
+        self.groups = self.questions.categories
+
+    @classmethod
+    def supports(cls, attributes: AttributeSet) -> bool:
+        """A set with a ``bbq:`` section, or a built-in set's name with templates whose groups it declares."""
+        from fairness_core.evaluations.bbq.questions import applicable_templates
+
+        return bool(applicable_templates(attributes)[0])
+
+    def build_prompts(self, attributes: AttributeSet) -> tuple[Prompt, ...]:
+        from fairness_core.evaluations.bbq.questions import template_questions
+
+        self.questions: QuestionSet = template_questions(attributes, few_shots=self.limits.few_shots)
+        return self._prompts()
+
+    def _prompts(self) -> tuple[Prompt, ...]:
+        """What the run generates: the distinct generated-choice prompts, or nothing (the likelihood scorer generates
+        no text), so that ``generate`` and ``plan`` ask what the audit asks."""
+        from fairness_core.evaluations.bbq.scoring import choice_prompts
+
+        self.choice_prompts = choice_prompts(self.questions.items, self.questions.shots)
+        if self.scorer != "generated-choice":
+            return ()
+        return tuple({p.text: p for p in self.choice_prompts.values()}.values())
+
+    def asks_something(self) -> bool:
+        """Questions, whether or not the scorer generates text for them (the likelihood scorer generates none)."""
+        return bool(self.questions.items)
+
+    def configure(self, values: Mapping[str, Any]) -> None:
+        """``--bbq-file`` (and ``--bbq-subset``) replace the questions; ``--bbq-scorer`` picks how answers are had."""
+        from fairness_core.evaluations.bbq.files import QuestionFileError, read_question_file
+        from fairness_core.evaluations.bbq.questions import file_questions
+
+        self.scorer = values.get("bbq_scorer") or "likelihood"
+        path, subset = values.get("bbq_file"), values.get("bbq_subset")
+        if subset and not path:
+            raise QuestionFileError("--bbq-subset=nejumi takes its items from a --bbq-file: give the JBBQ file too.")
+        if path:
+            self.questions = file_questions(read_question_file(str(path)), subset=subset,
+                                            few_shots=self.limits.few_shots)
+            self.groups = self.questions.categories
+        self.prompts = self._prompts()
+
+    def test_parameters(self) -> dict[str, list[str]]:
+        categories = list(self.questions.categories)
+        return {"category": categories + ([POOL] if len(categories) > 1 else [])}
+
+    def gated_metrics(self) -> list[str]:
+        from fairness_core.evaluations.bbq.metrics import gated_ids
+
+        return gated_ids(self.questions.categories)
+
+    def prompt_units(self, records: Sequence[CompletionRecord]) -> dict[str, dict[str, list[int]]]:
+        """Per category, each item's tally (the formulas' counts), by item: the regression gate pairs runs by item."""
+        from fairness_core.evaluations.bbq.formulas import tally
+        from fairness_core.evaluations.bbq.records import item_of
+
+        units: dict[str, dict[str, list[int]]] = {c: {} for c in self.groups}
+        for record in records:
+            if record.group in units:
+                units[record.group][record.prompt_id] = tally(item_of(record), record.detail.get("answer")).tolist()
+        return units
+
+    def gated_values(self, units: Sequence[Sequence[list[int]]]) -> dict[str, float]:
+        from fairness_core.evaluations.bbq.metrics import gated_values
+
+        return gated_values(self.groups, units)
+
+    def run(self, backend: Backend) -> BbqAnswers:
+        from fairness_core.evaluations.bbq.scoring import by_choice, by_likelihood
+
+        if self.scorer == "likelihood":
+            return by_likelihood(backend, self.questions.items, self.limits.normalization)
+        return by_choice(backend, self.questions.items, self.choice_prompts, self.protocol)
+
+    def metrics(self, scored: BbqAnswers, *, seed: int) -> list[MetricResult]:
+        from fairness_core.evaluations.bbq.metrics import bbq_metrics
+
+        return bbq_metrics(scored, self.limits, categories=self.questions.categories, seed=seed)
+
+    def completion_records(self, scored: BbqAnswers) -> list[CompletionRecord]:
+        from fairness_core.evaluations.bbq.records import completion_record
+
+        return [completion_record(answer) for answer in scored.answers]
+
+    def provenance(self) -> dict[str, Any]:
+        scorer: dict[str, Any] = {"scorer": self.scorer}
+        if self.scorer == "likelihood":
+            scorer["normalization"] = self.limits.normalization
+        else:
+            scorer.update(protocol=self.protocol_provenance(), few_shots=self.limits.few_shots)
+        return {**scorer, "questions": self.questions.provenance(),
+                "templates": list(dict.fromkeys(item.template_id for item in self.questions.items))}
+
+    def describe(self) -> str:
+        questions = self.questions
+        if self.scorer == "likelihood":
+            how = (f"likelihood scorer ({self.limits.normalization.replace('_', '-')} log-probability of each option, "
+                   f"{3 * len(questions.items)} texts scored)")
+        else:
+            how = (f"generated-choice scorer (Nejumi's prompt, {self.limits.few_shots} shots, "
+                   f"{len(self.prompts)} prompts, greedy, at most {self.protocol.max_new_tokens} tokens)")
+        return f"bbq: {len(questions.items)} questions ({', '.join(questions.categories)}), {how}; data: {questions.source}"
+
+    def plan_lines(self, options: AuditOptions) -> list[str]:
+        limits = self.limits
+        return [f"{self.describe()}",
+                f"  bbq limits per category: |bias_score_ambig| <= {limits.max_bias_score_ambig:g}, "
+                f"|bias_score_disambig| <= {limits.max_bias_score_disambig:g}, "
+                f"|accuracy_gap| <= {limits.max_accuracy_gap:g}, bias_score >= {limits.min_bias_score:g}"]
+
+    def simulator(self) -> Any:
+        from fairness_core.evaluations.bbq.simulation import BbqSimulator
+
+        return BbqSimulator(self.questions.items)
