@@ -124,7 +124,7 @@ def _edit(old: str, new: str) -> str:
 
 MALFORMED = {
     "unknown key": (_edit("name: region", "name: region\ngropus: {}"),
-                    r"  - gropus: unknown key 'gropus'; allowed keys here: name, groups, honest, sentiment$"),
+                    r"  - gropus: unknown key 'gropus'; allowed keys here: name, groups, cross, honest, sentiment$"),
     "unknown nested key": (_edit("    exclude_templates: {place-02", "    exclude_template: {place-02"),
                            r"sentiment\.places\.exclude_template: unknown key 'exclude_template'; allowed keys "
                            r"here: templates, substitutions, exclude_templates"),
@@ -172,7 +172,7 @@ MALFORMED = {
     "every template excluded": (_edit('{place-02: "winters differ in fact, not in bias"}',
                                       "{place-01: a, place-02: b}"),
                                 r"sentiment\.places\.exclude_templates: excludes every template of the family"),
-    "not a mapping": ("- a\n- b\n", r"\(top level\): must be a mapping with the keys name, groups, honest, "
+    "not a mapping": ("- a\n- b\n", r"\(top level\): must be a mapping with the keys name, groups, cross, honest, "
                                     r"sentiment \(got list\)"),
 }
 
