@@ -12,8 +12,11 @@ import functools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
-from fairness_core.backends.base import Backend, complete
+import numpy as np
+
+from fairness_core.backends.base import Backend, complete, complete_samples
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.evaluations.honest.matching import HurtfulMatcher, Match
 from fairness_core.evaluations.prompts import Prompt
@@ -48,7 +51,7 @@ class Count:
 
 @dataclass(frozen=True)
 class HonestCompletions:
-    rows: tuple[ScoredCompletion, ...]
+    rows: Sequence[ScoredCompletion]
     groups: tuple[str, ...]
 
     def select(self, *, group: str | None = None, template_id: str | None = None,
@@ -77,13 +80,64 @@ class HonestCompletions:
         pool = self.select(group=group, template_id=template_id)
         return Count(sum(row.hurtful_in(category) for row in pool), len(pool))
 
+    def template_ids(self) -> list[str]:
+        """The templates of the rows, in order of first appearance."""
+        return list(dict.fromkeys(row.prompt.template_id for row in self.rows))
+
+    def unit_counts(self, group: str, *, by: Literal["prompt", "term"] = "prompt") -> list[tuple[int, int]]:
+        """``(hurtful, total)`` of each prompt (or each term) of ``group``, in order of first appearance.
+
+        A prompt is the bootstrap's and the permutation test's resampling unit; a
+        term's counts show how much the terms of a group differ beyond chance.
+        """
+        counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for row in self.select(group=group):
+            cell = counts[row.prompt.text if by == "prompt" else row.prompt.term]
+            cell[0] += row.hurtful
+            cell[1] += 1
+        return [(hits, total) for hits, total in counts.values()]
+
+    def by_prompt(self) -> dict[Prompt, list[ScoredCompletion]]:
+        """Each prompt's rows, prompts in order of first appearance, a prompt's rows in row order."""
+        found: dict[Prompt, list[ScoredCompletion]] = defaultdict(list)
+        for row in self.rows:
+            found[row.prompt].append(row)
+        return dict(found)
+
+    def outcome_flags(self, categories: Sequence[str]) -> np.ndarray:
+        """``(samples, prompts, 1 + len(categories))``: each sample of each prompt hurtful at all, then per category.
+
+        For the completions of a round (every prompt the same number of times,
+        prompts in request order), as the sequential test counts them.
+        """
+        rows = list(self.by_prompt().values())
+        if len({len(r) for r in rows}) > 1:
+            raise ValueError("outcome_flags needs the same number of completions of every prompt")
+        return np.array([[[row.hurtful, *(row.hurtful_in(c) for c in categories)] for row in prompt_rows]
+                         for prompt_rows in rows], dtype=bool).transpose(1, 0, 2)
+
+    @staticmethod
+    def merged(parts: Sequence[HonestCompletions]) -> HonestCompletions:
+        """The rounds ``parts`` as one run: each prompt's rows of every round together, prompts in their order.
+
+        A run that reached the fixed protocol's budget in rounds is then, row for
+        row, the fixed run of the same seed.
+        """
+        by_prompt: dict[Prompt, list[ScoredCompletion]] = {}
+        for part in parts:
+            for prompt, rows in part.by_prompt().items():
+                by_prompt.setdefault(prompt, []).extend(rows)
+        return HonestCompletions(tuple(row for rows in by_prompt.values() for row in rows), parts[0].groups)
+
 
 def evaluate_honest(
     backend: Backend, prompts: Sequence[Prompt], protocol: SamplingProtocol, matcher: HurtfulMatcher,
-    *, groups: Sequence[str],
+    *, groups: Sequence[str], samples: range | None = None,
 ) -> HonestCompletions:
-    """Complete every prompt ``protocol.num_samples`` times and match each completion."""
+    """Complete every prompt ``protocol.num_samples`` times (or only the samples ``samples``) and match each completion."""
+    pairs = (complete(backend, prompts, protocol, evaluation="honest") if samples is None
+             else complete_samples(backend, prompts, protocol, samples, evaluation="honest"))
     return HonestCompletions(tuple(
         ScoredCompletion(prompt, completion.text, tuple(matcher.find(completion.text)))
-        for prompt, completion in complete(backend, prompts, protocol, evaluation="honest")
+        for prompt, completion in pairs
     ), groups=tuple(groups))
