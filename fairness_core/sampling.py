@@ -28,7 +28,7 @@ clearly biased ones, at no cost in false alarms or power (docs/gate.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -84,6 +84,11 @@ class SamplingRecord:
             return f"fixed, {self.budget} samples per prompt ({self.budget_completions} completions): {self.stopped}"
         return (f"adaptive, {self.samples_per_prompt} of {self.budget} samples per prompt ({self.completions} of "
                 f"{self.budget_completions} completions, {self.rounds} round{'s' * (self.rounds != 1)}): {self.stopped}")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SamplingRecord:
+        """The record that :meth:`as_dict` wrote (as the results file keeps it); derived counts are recomputed."""
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
 
     def as_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "samples_per_prompt": self.samples_per_prompt, "budget": self.budget,
@@ -141,6 +146,9 @@ def fixed_record(budget: int, prompts: int, why: str = "the fixed protocol") -> 
     return SamplingRecord("fixed", budget, budget, prompts, 1, why)
 
 
-def used_completions(records: Sequence[SamplingRecord]) -> tuple[int, int]:
-    """(completions used, completions of the fixed protocol) over several evaluations."""
-    return sum(r.completions for r in records), sum(r.budget_completions for r in records)
+def sampling_lines(records: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The report's lines on how each evaluation sampled: only when a run was adaptive (fixed says nothing new)."""
+    if all(record["mode"] == "fixed" and "adaptive" not in record["stopped"] for record in records.values()):
+        return []
+    return [f"sampling: {name}: {SamplingRecord.from_dict(record).describe()}" for name, record in records.items()]
+

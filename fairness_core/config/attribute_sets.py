@@ -214,6 +214,9 @@ def cross_attribute_sets(first: AttributeSet, second: AttributeSet, *, sections:
     """
     cells = {(a, b): f"{a}_{b}" for a in first.groups for b in second.groups}
     source = source or f"{first.source}{CROSS}{second.source}"
+    if first.sha256 == second.sha256:
+        _fail(source, [f"cross: {first.name!r} is crossed with itself; cross two different attribute sets "
+                       f"(e.g. gender{CROSS}nationality)"])
     problems = [f"groups: the crossed group {cell!r} arises twice (from {[k for k, v in cells.items() if v == cell]}); "
                 f"rename a group" for cell in set(cells.values()) if list(cells.values()).count(cell) > 1]
     problems += [f"groups: the crossed group id {cell!r} is too long to read (over 40 characters)"

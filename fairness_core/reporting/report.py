@@ -238,10 +238,13 @@ def evidence_html(evidence: Sequence[Evidence]) -> str:
 
 def terminal_lines(violations: Sequence[dict], results: AuditResults, outputs: Sequence[str]) -> list[str]:
     """The short 'fairness audit' section after pytest's results: aggregate violations first."""
+    from fairness_core.sampling import sampling_lines
+
     ordered = sorted(violations, key=lambda v: not v["aggregate"])
     lines = [verdict(violations, results).headline]
     lines += [f"VIOLATION {v['summary']}" for v in ordered]
     lines += evaluation_lines(results)
+    lines += sampling_lines(results.provenance.sampling)
     lines += [f"not judged: {m.id}: {m.skip_reason}" for m in results.metrics if m.aggregate and m.value is None]
     lines += [f"not run: {name}: {why}" for name, why in results.provenance.not_run.items()]
     lines += [f"confound: {line}" for line in results.confounds]
