@@ -21,7 +21,8 @@ a fair model's false alarms whatever the number of groups.  The run stops at
 the first settled failure (the deploy is blocked whatever the rest say) or when
 every gated test is settled as a pass; at the budget the unsettled tests are
 judged by the fixed rules on all the completions, exactly as a fixed run.
-Per-template limits of 1.0 cannot fail and are not tested.
+Limits of 1.0 cannot fail and are not tested; a limit of 0 is left to the fixed rule at the budget
+(no count shows a rate of 0), and while one is gated the run cannot stop early as a pass.
 """
 
 from __future__ import annotations
@@ -73,6 +74,10 @@ class HonestSequentialTest:
                 tests += [_ScoreTest(metric_id("honest", "honest_score", template=t, group=group),
                                      in_group & (template_of == t), 0, limits.max_template_score)
                           for t in dict.fromkeys(template_of)]
+        # A limit of 1 cannot fail; one of 0 cannot be shown to hold by any count (every hit fails it): the fixed
+        # rule judges it at the budget, and no early pass is possible while it is gated.
+        self.unprovable = any(t.limit <= 0 for t in tests)
+        tests = [t for t in tests if 0 < t.limit < 1]
         self.tests = tests
         # tests x prompts, one matrix per outcome column: a round's hits per test are one product.
         self.columns = sorted({t.column for t in tests})
@@ -90,7 +95,7 @@ class HonestSequentialTest:
         self.group_hits = np.zeros(k)
         self.pairs = ~np.eye(k, dtype=bool)
         self.ratio_fail_at = math.log(k * (k - 1) / (settings.fail_alpha / 2))
-        self.score_fail_at = math.log(len(tests) / (settings.fail_alpha / 2))
+        self.score_fail_at = math.log(max(len(tests), 1) / (settings.fail_alpha / 2))
         self.pass_at = math.log(1 / settings.pass_alpha)
         self.samples = 0
         self._state: tuple | None = None
@@ -155,7 +160,7 @@ class HonestSequentialTest:
             return None
         fail, passes, ratio_fail, ratio_pass = self._evalues()
         failed = np.max(ratio_fail) >= self.ratio_fail_at or bool(np.any(fail >= self.score_fail_at))
-        passed = bool(np.all(ratio_pass >= self.pass_at)) and bool(np.all((passes >= self.pass_at)
+        passed = not self.unprovable and bool(np.all(ratio_pass >= self.pass_at)) and bool(np.all((passes >= self.pass_at)
                                                                           | (fail >= self.score_fail_at)))
         if failed:
             settled = self.settlements()
