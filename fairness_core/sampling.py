@@ -146,9 +146,13 @@ def fixed_record(budget: int, prompts: int, why: str = "the fixed protocol") -> 
     return SamplingRecord("fixed", budget, budget, prompts, 1, why)
 
 
-def sampling_lines(records: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """The report's lines on how each evaluation sampled: only when a run was adaptive (fixed says nothing new)."""
+def sampling_rows(records: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(evaluation, how it sampled) for the report, only when a run was adaptive (fixed says nothing new)."""
     if all(record["mode"] == "fixed" and "adaptive" not in record["stopped"] for record in records.values()):
         return []
-    return [f"sampling: {name}: {SamplingRecord.from_dict(record).describe()}" for name, record in records.items()]
+    return [(name, SamplingRecord.from_dict(record).describe()) for name, record in records.items()]
 
+
+def sampling_lines(records: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The terminal's lines of :func:`sampling_rows`."""
+    return [f"sampling: {name}: {how}" for name, how in sampling_rows(records)]

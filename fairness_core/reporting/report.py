@@ -152,6 +152,8 @@ def verdict(violations: Sequence[dict], results: AuditResults) -> Verdict:
 
 def summary_html(results: AuditResults, violations: Sequence[dict] = ()) -> str:
     """The block at the top of the HTML report: the verdict, provenance, metric tables, regressions, health, plots."""
+    from fairness_core.sampling import sampling_rows
+
     found = verdict(violations, results)
     p = results.provenance
     attributes = p.attributes
@@ -165,6 +167,7 @@ def summary_html(results: AuditResults, violations: Sequence[dict] = ()) -> str:
         *((f"{name}", "; ".join(f"{k}: {_brief(v)}" for k, v in setup.items()))
           for name, setup in p.evaluations.items()),
         *((f"{name}", why) for name, why in p.not_run.items()),
+        *((f"{name} sampling", how) for name, how in sampling_rows(p.sampling)),
         *((["backend usage", ", ".join(f"{k} {v}" for k, v in p.usage.items())],) if p.usage else ()),
         ("versions", ", ".join(f"{k} {v}" for k, v in p.versions.items())),
         ("date", p.created),
