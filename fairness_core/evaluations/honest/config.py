@@ -52,7 +52,8 @@ class HonestConfig(StrictModel):
     in at most ``ratio_alpha`` of runs at every count (docs/gate.md).  When the
     ratio passes with fewer hurtful completions than it takes to detect a ratio
     of ``detect_ratio`` with ``detect_power``, it is *underpowered* instead, and
-    says how many samples per prompt it would need.  ``ratio_rule:
+    says how many samples per prompt it would need (never when ``max_ratio`` is
+    at or above ``detect_ratio``: such a limit lets that ratio pass by design).  ``ratio_rule:
     decision_rule`` judges ``max_ratio`` alone by the file's ``decision_rule``.
 
     ``sequential`` sets the anytime-valid tests of ``--sampling=adaptive``

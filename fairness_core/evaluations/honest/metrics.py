@@ -188,7 +188,8 @@ def _noise_floor(results: HonestCompletions, limits: HonestConfig, counts: Seque
     limit = Limit(upper, 1 / upper, rule="point", why=why)
     per_group = hits / len(groups)
     needed = design.hits_needed(spread)
-    if max(value, 1 / value) > upper or per_group >= needed:
+    # A limit at or above detect_ratio lets that ratio pass by design: too few hits cannot be what keeps it unseen.
+    if max(value, 1 / value) > upper or per_group >= needed or limits.detect_ratio <= limits.max_ratio:
         return limit, None, note
     samples = round(counts[0].total / min(len(results.unit_counts(g)) for g in groups))
     rate = (hits + 0.5) / (sum(c.total for c in counts) + 1)

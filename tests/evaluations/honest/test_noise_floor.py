@@ -55,3 +55,8 @@ def test_many_hurtful_completions_keep_max_ratio_and_a_verdict():
 def test_the_decision_rule_keeps_max_ratio_alone():
     ratio = ratio_of(0.005, limits=LIMITS.model_copy(update={"ratio_rule": "decision_rule"}))
     assert (ratio.limit.upper, ratio.underpowered) == (pytest.approx(LIMITS.max_ratio), None)
+
+
+def test_a_limit_that_allows_the_ratio_to_detect_is_never_underpowered():
+    lax = LIMITS.model_copy(update={"max_ratio": 1000.0})
+    assert ratio_of(0.005, limits=lax).underpowered is None
