@@ -17,6 +17,7 @@ of the gate.
     python benchmarks/false_alarms.py [--seeds 30] [--model demo]
     python benchmarks/false_alarms.py --attributes nationality --model demo:nationality --seeds 30
     python benchmarks/false_alarms.py ... --first-seed 16 --seeds 14   # the rest of an interrupted run
+    python benchmarks/false_alarms.py --sampling adaptive --seeds 30   # also: completions used, and why it stopped
 
 A run can be split (``--first-seed``, an even number, so that the seed pairs
 stay whole): each seed's line and each pair's verdict is printed as it ends,
@@ -44,8 +45,9 @@ HEADLINE = ("honest_score", "honest_ratio", "mean_gap")
 class SeedRun:
     """One seed's audit: its failing tests, and what the regression gate compares (metrics and completions)."""
 
-    def __init__(self, model: str, attributes: str, seed: int):
-        options, problems = audit_options({"model": model, "device": "cpu", "seed": seed}, cache_dir=None)
+    def __init__(self, model: str, attributes: str, seed: int, sampling: str = "fixed"):
+        options, problems = audit_options({"model": model, "device": "cpu", "seed": seed, "sampling": sampling},
+                                          cache_dir=None)
         if problems:
             raise SystemExit("\n".join(problems))
         setup = AuditSetup.load(REPO / "thresholds.yaml", attributes)
@@ -55,6 +57,10 @@ class SeedRun:
         self.failing = [f"{r.id}: {r.verdict(rule)}" for name in self.session.evaluations
                         for r in self.session.card(name).metrics if r.limit is not None and r.verdict(rule)]
         self.results = build_results(self.session)
+
+    def used(self) -> str:
+        """How many completions each evaluation used of its fixed budget (``--sampling``), and why it stopped."""
+        return "; ".join(f"{name} {r.describe()}" for name, r in self.session.sampling.items())
 
     def headline(self) -> str:
         """The aggregate values the known answers quote (docs/data.md), for the record of each seed."""
@@ -76,18 +82,20 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=0, help="the first seed, even (default 0)")
     parser.add_argument("--model", default="demo")
     parser.add_argument("--attributes", default="gender", help="an attribute set (built-in name or path)")
+    parser.add_argument("--sampling", choices=("fixed", "adaptive"), default="fixed")
     args = parser.parse_args()
     alarms, pairs_flagged, waiting = 0, 0, None
     if args.first_seed % 2 or args.first_seed < 0:
         parser.error(f"--first-seed must be even and >= 0, so that the seed pairs stay whole; got {args.first_seed}")
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         started = time.perf_counter()
-        run = SeedRun(args.model, args.attributes, seed)
+        run = SeedRun(args.model, args.attributes, seed, args.sampling)
         alarms += bool(run.failing)
         print(f"seed {seed}: {len(run.failing)} failing tests ({time.perf_counter() - started:.0f} s); {run.headline()}",
               flush=True)
         for line in run.failing:
             print(f"  {line}", flush=True)
+        print(f"  sampling: {run.used()}", flush=True)
         if waiting is None:
             waiting = run
             continue
@@ -98,7 +106,8 @@ def main() -> None:
             print(f"    {line}", flush=True)
         waiting = None
     low, high = clopper_pearson(alarms, args.seeds)
-    print(f"{args.model} --attributes={args.attributes}, seeds {args.first_seed}-{args.first_seed + args.seeds - 1}: "
+    print(f"{args.model} --attributes={args.attributes} --sampling={args.sampling}, "
+          f"seeds {args.first_seed}-{args.first_seed + args.seeds - 1}: "
           f"{alarms} of {args.seeds} seeds with a failing test "
           f"(suite-wide false-alarm rate {alarms / args.seeds:.3f}, 95% CI [{low:.3f}, {high:.3f}])")
     pairs = args.seeds // 2

@@ -37,10 +37,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import hashlib
 import importlib
+import json
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -51,12 +54,20 @@ from fairness_core.config.loading import load_attribute_set, load_thresholds
 from fairness_core.config.thresholds import AuditConfig
 from fairness_core.evaluations import EVALUATIONS
 from fairness_core.gates.simulation import FAIR, Effect
+from fairness_core.sampling import fixed_record, run_adaptively
+from fairness_core.scorecard import settle
 
 REPO = Path(__file__).resolve().parents[1]
 #: Modules whose imported interval and p-value functions the false-alarm runs replace: the scorecard and every
 #: registered evaluation's metrics module (a name that a module does not have is left alone).
 METRIC_MODULES = ("fairness_core.scorecard", *(f"{EVALUATIONS[name].partition(':')[0].rpartition('.')[0]}.metrics"
                                               for name in EVALUATIONS))
+
+
+def _replayed(rounds: Sequence) -> Callable:
+    """A ``draw`` for :func:`run_adaptively` that hands out already simulated rounds in order."""
+    drawn = iter(rounds)
+    return lambda samples: next(drawn)
 
 
 def clopper_pearson(hits: int, total: int) -> tuple[float, float]:
@@ -117,6 +128,18 @@ def family(result) -> str:
 World = dict
 
 
+@dataclass
+class Outcome:
+    """One simulated run judged twice, on the same draws: at the fixed protocol and with adaptive sampling."""
+
+    fixed: list
+    adaptive: list
+    truth: dict
+    records: dict       # evaluation name -> SamplingRecord of the adaptive run
+    budget: int         # completions of the fixed protocol, all evaluations
+    used: int           # completions the adaptive run used
+
+
 class Suite:
     """Every test of one attribute set under one thresholds file, on simulated runs of each evaluation it has."""
 
@@ -132,9 +155,15 @@ class Suite:
 
     @property
     def grid(self) -> list[World]:
-        """Grid point i pairs every evaluation's i-th world (points repeated by the pairing are taken once)."""
-        points = dict.fromkeys(zip(*(simulator.grid for simulator in self.simulators.values())))
-        return [dict(zip(self.simulators, worlds)) for worlds in points]
+        """Grid point i pairs every evaluation's world i, cycling through the shorter grids.
+
+        The evaluations' noise is independent, so a point's suite-wide rate is
+        that of its worlds together; the per-evaluation rates of each point are
+        counted too, and the highest of each bound every pairing not measured.
+        """
+        grids = {name: list(dict.fromkeys(simulator.grid)) for name, simulator in self.simulators.items()}
+        length = max(map(len, grids.values()))
+        return [{name: worlds[i % len(worlds)] for name, worlds in grids.items()} for i in range(length)]
 
     @property
     def reference(self) -> World:
@@ -144,6 +173,15 @@ class Suite:
     def effects(self) -> list[Effect]:
         """Every evaluation's power curve, in registry order."""
         return [effect for simulator in self.simulators.values() for effect in simulator.power_effects]
+
+    def power_points(self, effect: Effect) -> list[int]:
+        """The grid points where ``effect``'s evaluation measures its power (its simulator's ``power_worlds``)."""
+        for name, simulator in self.simulators.items():
+            if effect in simulator.power_effects:
+                wanted = list(getattr(simulator, "power_worlds", simulator.grid[:1]))
+                return [i for i, world in enumerate(self.grid) if world[name] in wanted
+                        and world[name] not in [self.grid[j][name] for j in range(i)]]
+        return [0]
 
     def metric_spec(self, metric_id: str):
         """The spec (direction) of the metric ``<evaluation>.<metric>[...]``."""
@@ -158,13 +196,46 @@ class Suite:
         return {name: simulator.draw_model(world[name], effect, self.target, rng)
                 for name, simulator in self.simulators.items()}
 
+    def judged(self, model: dict, world: World, rng: np.random.Generator, *, seed: int) -> Outcome:
+        """One run of ``model`` judged at the fixed protocol and, on the same draws, with ``--sampling=adaptive``.
+
+        The adaptive run goes through :func:`fairness_core.sampling.run_adaptively`
+        and :func:`fairness_core.scorecard.settle`, as the audit session does; its
+        rounds are the first rounds of the fixed run's draws.  An evaluation
+        without a sequential test runs its fixed protocol in both.
+        """
+        fixed, adaptive, records, budget, used = [], [], {}, 0, 0
+        for name, simulator in self.simulators.items():
+            evaluation = self.evaluations[name]
+            test = evaluation.sequential_test()
+            if test is None:
+                results = evaluation.metrics(simulator.sample(model[name], world[name], rng), seed=seed)
+                fixed += results
+                adaptive += results
+                records[name] = fixed_record(evaluation.protocol.num_samples, len(evaluation.prompts))
+            else:
+                rounds = simulator.sample_rounds(model[name], world[name], rng, test.samples_per_round)
+                results = evaluation.metrics(evaluation.merge(rounds), seed=seed)
+                fixed += results
+                scored, record, settled = run_adaptively(evaluation, _replayed(rounds), test=test)
+                early = record.samples_per_prompt < record.budget
+                adaptive += settle(evaluation.metrics(scored, seed=seed) if early else results, settled)
+                records[name] = record
+            budget += records[name].budget_completions
+            used += records[name].completions
+        truth = {metric: value for name, simulator in self.simulators.items()
+                 for metric, value in simulator.truth(model[name]).items()}
+        return Outcome(fixed, adaptive, truth, records, budget, used)
+
     def run(self, model: dict, world: World, rng: np.random.Generator, *, seed: int):
-        """The metric results of one run of ``model``, and the rate metrics' own values in that model."""
-        results, truth, _ = self.scored_run(model, world, rng, seed=seed)
-        return results, truth
+        """The metric results of one fixed-protocol run of ``model``, and the rate metrics' own values in that model."""
+        scored = {name: simulator.sample(model[name], world[name], rng) for name, simulator in self.simulators.items()}
+        truth = {metric: value for name, simulator in self.simulators.items()
+                 for metric, value in simulator.truth(model[name]).items()}
+        return [r for name, run in scored.items() for r in self.evaluations[name].metrics(run, seed=seed)], truth
 
     def scored_run(self, model: dict, world: World, rng: np.random.Generator, *, seed: int):
-        """:meth:`run`, and each evaluation's completion records (what ``--audit-json`` keeps for the baseline)."""
+        """A fixed-protocol run, and each evaluation's completion records (what ``--audit-json`` keeps for the baseline)."""
         scored = {name: simulator.sample(model[name], world[name], rng) for name, simulator in self.simulators.items()}
         truth = {metric: value for name, simulator in self.simulators.items()
                  for metric, value in simulator.truth(model[name]).items()}
@@ -176,11 +247,12 @@ class Suite:
         """The families of the tests that fail, leaving out tests whose model value (``truth``) is past the limit."""
         failing = []
         for result in results:
-            if result.limit is None or not result.verdict(self.config.decision_rule):
+            if not result.verdict(self.config.decision_rule):
                 continue
             true = truth.get(result.id)
-            lower = result.limit.lower
-            if true is not None and (true > result.limit.upper or (lower is not None and true < lower)):
+            lower = result.limit.lower if result.limit is not None else None
+            if true is not None and result.limit is not None and (
+                    true > result.limit.upper or (lower is not None and true < lower)):
                 continue
             failing.append(family(result))
         return failing
@@ -194,19 +266,74 @@ class Suite:
         return sum(r.limit is not None and r.value is not None for r in results)
 
 
-def simulate(suite: Suite, world: World, effect: Effect, runs: int, seed: int) -> tuple[int, Counter]:
-    """How many of ``runs`` runs fail any test, and how many fail each family."""
-    rng = np.random.default_rng(seed)
-    any_failed, families = 0, Counter()
+@dataclass
+class Tally:
+    """Counts over runs of one grid point and effect; parts of a split run add up (:meth:`add`)."""
+
+    runs: int = 0
+    fixed: int = 0
+    adaptive: int = 0
+    underpowered: int = 0
+    fixed_by_evaluation: Counter = field(default_factory=Counter)
+    adaptive_by_evaluation: Counter = field(default_factory=Counter)
+    fixed_families: Counter = field(default_factory=Counter)
+    adaptive_families: Counter = field(default_factory=Counter)
+    used: list = field(default_factory=list)
+    budget: int = 0
+    stops: Counter = field(default_factory=Counter)
+
+    def add(self, other: Tally) -> None:
+        for name in ("runs", "fixed", "adaptive", "underpowered"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name in ("fixed_by_evaluation", "adaptive_by_evaluation", "fixed_families", "adaptive_families", "stops"):
+            getattr(self, name).update(getattr(other, name))
+        self.used += other.used
+        self.budget = other.budget or self.budget
+
+    def as_dict(self) -> dict:
+        return {name: (dict(value) if isinstance(value, Counter) else value) for name, value in vars(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Tally:
+        tally = cls()
+        for name, value in data.items():
+            setattr(tally, name, Counter(value) if isinstance(getattr(tally, name), Counter) else value)
+        return tally
+
+
+def simulate(suite: Suite, point: int, effect: Effect, runs: int, first: int = 0) -> Tally:
+    """``runs`` runs at grid point ``point`` with ``effect`` planted, judged fixed and adaptive on the same draws.
+
+    Run ``i`` draws from the seed ``(point, effect, i)`` alone, so a count split
+    over ``--first-run`` ranges adds up to the unsplit one.
+    """
+    world = suite.grid[point]
+    tally = Tally()
     with estimates_only():
-        for run in range(runs):
+        for run in range(first, first + runs):
+            rng = np.random.default_rng([point, _effect_key(effect), run])
             model = suite.draw_model(world, effect, rng)
-            results, truth = suite.run(model, world, rng, seed=run)
+            outcome = suite.judged(model, world, rng, seed=run)
             # A biased run is blocked by any failing test; only a fair run's true findings are not false alarms.
-            failing = set(suite.failures(results, truth if effect == FAIR else {}))
-            any_failed += bool(failing)
-            families.update(failing)
-    return any_failed, families
+            truth = outcome.truth if effect == FAIR else {}
+            for label, results, by_evaluation, families in (
+                    ("fixed", outcome.fixed, tally.fixed_by_evaluation, tally.fixed_families),
+                    ("adaptive", outcome.adaptive, tally.adaptive_by_evaluation, tally.adaptive_families)):
+                failing = set(suite.failures(results, truth))
+                setattr(tally, label, getattr(tally, label) + bool(failing))
+                families.update(failing)
+                by_evaluation.update({f.split(".", 1)[0] for f in failing})
+            tally.underpowered += any(r.decision(suite.config.decision_rule) == "underpowered" for r in outcome.fixed)
+            tally.used.append(outcome.used)
+            tally.budget = outcome.budget
+            tally.stops.update(f"{name} {record.ending}" for name, record in outcome.records.items()
+                               if record.mode == "adaptive")
+            tally.runs += 1
+    return tally
+
+
+def _effect_key(effect: Effect) -> int:
+    return int.from_bytes(hashlib.sha256(effect.label.encode()).digest()[:4], "little")
 
 
 def share(hits: int, total: int) -> str:
@@ -214,42 +341,101 @@ def share(hits: int, total: int) -> str:
     return f"{hits / total:6.3f} [{low:.3f}, {high:.3f}]"
 
 
-def false_alarm_table(suite: Suite, runs: int, grid_runs: int, *, reference: bool = True) -> list[tuple[str, int, int]]:
-    """Each grid point's (description, fair runs failed, runs); the reference point first, with ``runs`` runs."""
+def _cost(tally: Tally) -> str:
+    median = float(np.median(tally.used)) if tally.used else 0.0
+    return f"median {median:.0f} of {tally.budget} completions ({median / tally.budget:.2f})" if tally.budget else ""
+
+
+def _line(suite: Suite, where: str, tally: Tally) -> str:
+    parts = ", ".join(f"{name} {share(tally.fixed_by_evaluation.get(name, 0), tally.runs).strip()}"
+                      for name in suite.evaluations)
+    top = ", ".join(f"{f} {n / tally.runs:.3f}" for f, n in tally.fixed_families.most_common(3)) or "none"
+    return (f"  {where}\n      fixed {share(tally.fixed, tally.runs)} | adaptive {share(tally.adaptive, tally.runs)} "
+            f"of {tally.runs}; by evaluation (fixed): {parts}; underpowered {tally.underpowered / tally.runs:.3f}; "
+            f"adaptive {_cost(tally)}\n      failing families (fixed): {top}")
+
+
+def false_alarm_table(suite: Suite, runs: int, grid_runs: int, *, reference: bool = True, points=None,
+                      first: int = 0, out=None) -> list[tuple[str, Tally]]:
+    """Each grid point's fair runs, fixed and adaptive; the reference point first, with ``runs`` runs."""
     print(f"\n== {suite.attribute_set.name}: false alarms of the whole suite ({suite.tests_per_run} tests, "
           f"rule {suite.config.decision_rule}; evaluations {', '.join(suite.evaluations)}); a fair run fails if any "
-          f"test fails ==")
+          f"test fails ==", flush=True)
     rows = []
-    for index, world in enumerate(suite.grid):
-        if index == 0 and not reference:
+    for index in range(len(suite.grid)):
+        if (index == 0 and not reference) or (points is not None and index not in points):
             continue
         count = runs if index == 0 else grid_runs
         if not count:
             continue
         started = time.perf_counter()
-        failed, families = simulate(suite, world, FAIR, count, seed=1 + index)
-        where = suite.describe(world)
-        top = ", ".join(f"{f} {n / count:.3f}" for f, n in families.most_common(4)) or "none"
-        print(f"  {where:<66} {share(failed, count)} of {count}  ({time.perf_counter() - started:.0f} s)"
-              f"\n      failing families: {top}", flush=True)
-        rows.append((where, failed, count))
+        tally = simulate(suite, index, FAIR, count, first=first)
+        where = suite.describe(suite.grid[index])
+        print(_line(suite, f"{where} ({time.perf_counter() - started:.0f} s)", tally), flush=True)
+        _record(out, suite, "false_alarms", index, FAIR, first, tally)
+        rows.append((where, tally))
     return rows
 
 
-def power_table(suite: Suite, runs: int, effects: Sequence[str] = ()) -> dict[str, tuple[int, int]]:
+def power_table(suite: Suite, runs: int, effects: Sequence[str] = (), *, first: int = 0, out=None,
+                everywhere: bool = False) -> dict[str, tuple[int, int]]:
+    """Biased runs blocked, fixed and adaptive, at each effect's power worlds (or the reference only)."""
     if not runs:
         return {}
     print(f"\n== {suite.attribute_set.name}: power (share of biased runs blocked, {runs} runs each; group "
-          f"{suite.target} shifted; {suite.describe(suite.reference)}) ==")
+          f"{suite.target} shifted) ==", flush=True)
     found: dict[str, tuple[int, int]] = {}
     for effect in suite.effects:
         if effects and effect.label not in effects:
             continue
-        failed, families = simulate(suite, suite.reference, effect, runs, seed=100)
-        found[effect.label] = (failed, runs)
-        top = ", ".join(f"{f} {n / runs:.2f}" for f, n in families.most_common(3))
-        print(f"  {effect.label:<32} {share(failed, runs)}   {top}", flush=True)
+        for index in (suite.power_points(effect) if everywhere else [0]):
+            started = time.perf_counter()
+            tally = simulate(suite, index, effect, runs, first=first)
+            where = f"{effect.label}; {suite.describe(suite.grid[index])} ({time.perf_counter() - started:.0f} s)"
+            print(_line(suite, where, tally), flush=True)
+            _record(out, suite, "power", index, effect, first, tally)
+            if index == 0:
+                found[effect.label] = (tally.fixed, tally.runs)
     return found
+
+
+def _record(out, suite: Suite, kind: str, point: int, effect: Effect, first: int, tally: Tally) -> None:
+    """One JSON line per measured cell, so that the parts of a split run can be added up (``--summary``)."""
+    if out is None:
+        return
+    from fairness_core.gates.deploy import fingerprint
+
+    line = {"set": suite.attribute_set.name, "fingerprint": fingerprint(suite.config, suite.attribute_set.name),
+            "kind": kind, "point": point, "world": suite.describe(suite.grid[point]), "effect": effect.label,
+            "first_run": first, **tally.as_dict()}
+    with open(out, "a", encoding="utf-8") as file:
+        file.write(json.dumps(line) + "\n")
+
+
+def summary(paths: Sequence[Path]) -> None:
+    """The tables of one or more ``--out`` files, parts of split runs added up."""
+    cells: dict[tuple, Tally] = {}
+    seen: dict[tuple, set] = {}
+    for path in paths:
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            key = (row["set"], row["fingerprint"], row["kind"], row["effect"], row["point"], row["world"])
+            first = row.pop("first_run")
+            for name in ("set", "fingerprint", "kind", "effect", "point", "world"):
+                row.pop(name)
+            tally = Tally.from_dict(row)
+            span = (first, first + tally.runs)
+            if any(a < span[1] and span[0] < b for a, b in seen.setdefault(key, set())):
+                raise SystemExit(f"{path}: runs {span} of {key[:5]} overlap a part already read")
+            seen[key].add(span)
+            cells.setdefault(key, Tally()).add(tally)
+    for key in sorted(cells, key=lambda k: (k[0], k[2], k[3], k[4])):
+        name, fingerprint, kind, effect, point, world = key
+        tally = cells[key]
+        print(f"{name} [{fingerprint}] {kind} {effect} | {world} | fixed {share(tally.fixed, tally.runs)} | adaptive "
+              f"{share(tally.adaptive, tally.runs)} | runs {tally.runs} | by evaluation fixed "
+              f"{dict(tally.fixed_by_evaluation)} adaptive {dict(tally.adaptive_by_evaluation)} | underpowered "
+              f"{tally.underpowered / tally.runs:.3f} | {_cost(tally)} | stops {dict(tally.stops)}")
 
 
 def _previous_rule(current, baseline, config, spec) -> bool:
@@ -316,10 +502,17 @@ def regression_table(suite: Suite, runs: int, resamples: int, first: int = 0) ->
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000, help="fair runs at the reference setting (default 1000)")
-    parser.add_argument("--grid-runs", type=int, default=100, help="fair runs at each other grid point (0: skip)")
-    parser.add_argument("--power-runs", type=int, default=50, help="biased runs per power-curve effect (0: skip)")
+    parser.add_argument("--grid-runs", type=int, default=200, help="fair runs at each other grid point (0: skip)")
+    parser.add_argument("--power-runs", type=int, default=200, help="biased runs per power-curve effect (0: skip)")
+    parser.add_argument("--power-everywhere", action="store_true",
+                        help="measure each effect at every world its evaluation names (power_worlds), not only the "
+                             "reference")
     parser.add_argument("--attributes", nargs="+", default=["gender", "nationality", "occupation"])
     parser.add_argument("--thresholds", type=Path, default=REPO / "thresholds.yaml")
+    parser.add_argument("--points", type=int, nargs="*", help="only these grid points (indices; 0 is the reference)")
+    parser.add_argument("--first-run", type=int, default=0, help="the first run number (to add runs to a measurement)")
+    parser.add_argument("--out", type=Path, help="append one JSON line per measured cell to this file")
+    parser.add_argument("--summary", type=Path, nargs="+", help="print the tables of these --out files and stop")
     parser.add_argument("--regression", type=int, default=0, metavar="PAIRS",
                         help="also simulate the regression gate on this many pairs of runs (slow: ~4 s a pair)")
     parser.add_argument("--first-pair", type=int, default=0, help="the first regression pair (to continue a run)")
@@ -327,6 +520,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-reference", action="store_true", help="skip the reference point of the grid")
     parser.add_argument("--effects", nargs="*", default=[], help="only these power-curve labels")
     args = parser.parse_args(argv)
+    if args.summary:
+        summary(args.summary)
+        return
     config = load_thresholds(args.thresholds)
     notes = []
     for name in args.attributes:
@@ -337,16 +533,19 @@ def main(argv: Sequence[str] | None = None) -> None:
                          f"{pairs} pairs, a 1.5x HONEST / -0.1 sentiment degradation in {share(worse, pairs).strip()}")
         if args.only_regression:
             continue
-        rows = false_alarm_table(suite, args.runs, args.grid_runs, reference=not args.no_reference)
-        power = power_table(suite, args.power_runs, args.effects)
-        worst = max(rows, key=lambda row: row[1] / row[2])
-        line = f"{name}: highest suite-wide false alarms over the grid {share(worst[1], worst[2]).strip()} ({worst[0]})"
-        if not args.no_reference:
-            line += f"; at the reference setting {share(rows[0][1], rows[0][2]).strip()} of {rows[0][2]} fair runs"
-        for label in ("HONEST ratio 2", "HONEST ratio 4.8 (seed study)", "sentiment gap 0.1", "BBQ bias score 0.2"):
-            if label in power:
-                line += f"; power at {label} {share(*power[label]).strip()}"
-        notes.append(line)
+        rows = false_alarm_table(suite, args.runs, args.grid_runs, reference=not args.no_reference,
+                                 points=set(args.points) if args.points is not None else None, first=args.first_run,
+                                 out=args.out)
+        power = power_table(suite, args.power_runs, args.effects, first=args.first_run, out=args.out,
+                            everywhere=args.power_everywhere)
+        if rows:
+            worst = max(rows, key=lambda row: row[1].fixed / row[1].runs)
+            worst_adaptive = max(rows, key=lambda row: row[1].adaptive / row[1].runs)
+            notes.append(f"{name}: highest suite-wide false alarms over the points run: fixed "
+                         f"{share(worst[1].fixed, worst[1].runs).strip()} ({worst[0]}), adaptive "
+                         f"{share(worst_adaptive[1].adaptive, worst_adaptive[1].runs).strip()} ({worst_adaptive[0]})")
+        for label, (failed, runs) in power.items():
+            notes.append(f"{name}: power at {label} (reference) {share(failed, runs).strip()}")
     print("\n== closing note (intervals: 95% Clopper-Pearson) ==")
     for line in notes:
         print(f"  {line}")

@@ -13,7 +13,7 @@ of the attribute set at the shipped protocol (20 samples a prompt), the
 evaluation with the most refusals to count; sentiment's single sample per
 prompt gives wider intervals and is measured with ``--samples 1``.
 
-    python benchmarks/refusal_gate.py [--runs 200] [--attributes gender nationality] [--samples 20]
+    python benchmarks/refusal_gate.py [--runs 200] [--attributes gender nationality] [--samples 20] [--base-rates ...]
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--attributes", nargs="+", default=["gender", "nationality"])
     parser.add_argument("--samples", type=int, default=20)
+    parser.add_argument("--base-rates", type=float, nargs="+", default=list(BASE_RATES))
     args = parser.parse_args()
     config = load_thresholds(default_thresholds_path())
     print(f"refusal gap limit; {args.runs} runs a cell; {args.samples} samples a prompt; template sd {TEMPLATE_SD}, "
@@ -89,7 +90,7 @@ def main() -> None:
               f"({limits.decision_rule})")
         print("| base refusal rate | fair runs failed [95% CI] | " + " | ".join(f"power at gap {g}" for g in GAPS) + " |")
         print("|---|---|" + "---|" * len(GAPS))
-        for base in BASE_RATES:
+        for base in args.base_rates:
             started = time.perf_counter()
             rng = np.random.default_rng(int(base * 1000) + 7)
             fair = sum(one_run(prompts, attributes.groups, limits, base, args.samples, rng, seed=i)

@@ -79,6 +79,10 @@ PROMPT_FORMAT = Option(
     o.one_of(*PROMPT_FORMATS), "completion")
 BASELINE = Option("--baseline", "an earlier --audit-json file: fail on significant regressions", Path,
                   commands=frozenset({AUDIT}))
+SAMPLING = Option("--sampling", "fixed: every prompt gets the protocol's samples; adaptive: rounds of a few samples of "
+                  "every prompt, stopping as soon as an evaluation's verdict is settled (anytime-valid), at most the "
+                  "fixed protocol's budget (docs/gate.md)", o.one_of("fixed", "adaptive"), "fixed",
+                  commands=frozenset({AUDIT}))
 
 #: The options that are no backend's or evaluation's own.
 GENERIC: tuple[Option, ...] = (
@@ -92,7 +96,7 @@ GENERIC: tuple[Option, ...] = (
            "error halves it and retries)", o.batch_size, "auto"),
     Option("--seed", "sampling seed, a whole number >= 0; a completions file is audited with the seed that made it",
            o.seed, 0),
-    PROMPT_FORMAT, CACHE_DIR, NO_CACHE, AUDIT_JSON, BASELINE,
+    PROMPT_FORMAT, CACHE_DIR, NO_CACHE, AUDIT_JSON, BASELINE, SAMPLING,
     Option("--output", "the JSONL file to write", Path, commands=frozenset({GENERATE}), required=frozenset({GENERATE})),
     Option("--shard", "i/n: this run's part of the prompts", shard, (1, 1), default_text="1/1",
            commands=frozenset({GENERATE})),

@@ -36,6 +36,7 @@ from fairness_core.options import (
     MODEL,
     NO_CACHE,
     PROMPT_FORMAT,
+    SAMPLING,
     THRESHOLDS,
     add_options,
     cache_folder,
@@ -257,6 +258,11 @@ def _quick_problems(config: pytest.Config, setup: AuditSetup | AuditUsageError, 
     if baseline and audit_json and Path(baseline).expanduser().resolve() == Path(audit_json).expanduser().resolve():
         problems.append(f"{AUDIT_JSON.flag}={audit_json} would overwrite the {BASELINE.flag} it is compared with, and the "
                         f"next run would gate against this model. Write the new results to another file.")
+    prompt_format = config.getoption(PROMPT_FORMAT.dest) or PROMPT_FORMAT.default
+    if config.getoption(SAMPLING.dest) == "adaptive" and prompt_format != "completion":
+        problems.append(f"{SAMPLING.flag}=adaptive with {PROMPT_FORMAT.flag}={prompt_format}: the sequential tests count "
+                        f"every prompt's samples alike, and refused answers leave prompts with fewer; audit a chat "
+                        f"format with {SAMPLING.flag}=fixed")
     cache, no_cache = config.getoption(CACHE_DIR.dest), config.getoption(NO_CACHE.dest)
     if no_cache and cache:
         problems.append(no_cache_with_cache_dir(cache))

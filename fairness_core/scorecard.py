@@ -10,6 +10,11 @@ The decision rule comes from ``thresholds.yaml``:
 * ``confident``: fail only when the whole interval is past the limit (few false alarms);
 * ``strict``: pass only when the whole interval is inside the limit (few misses).
 
+Two more outcomes than pass and fail: a metric whose evaluation found too few
+data to detect the effect it is meant to detect is ``underpowered`` (it says
+what it would need), and under ``--sampling=adaptive`` a metric may be
+``settled`` by a sequential test before the protocol's budget is spent.
+
 >>> MetricResult("m", "honest", "honest_score", value=0.12, interval=(0.08, 0.16),
 ...              limit=Limit(upper=0.10), sample="").verdict("confident") is None
 True
@@ -17,10 +22,14 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from fairness_core.config.thresholds import DecisionRule
+
+#: Every outcome of a metric: the test passes or fails, was not computed, or could not tell (too few data).
+Decision = Literal["pass", "fail", "skipped", "underpowered"]
 
 
 @dataclass(frozen=True)
@@ -37,9 +46,19 @@ class Limit:
     upper: float
     lower: float | None = None
     rule: DecisionRule | None = None
+    #: Why the limit in force is not the configured one (a limit raised to what chance reaches at these counts).
+    why: str | None = None
 
     def describe(self) -> str:
         return f"[{self.lower:.3f}, {self.upper:.3f}]" if self.lower is not None else f"<= {self.upper:.3f}"
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """A verdict that a sequential (anytime-valid) test reached before the protocol's budget was spent."""
+
+    outcome: Literal["pass", "fail"]
+    evidence: str
 
 
 @dataclass(frozen=True)
@@ -57,9 +76,15 @@ class MetricResult:
     p_value: float | None = None
     aggregate: bool = False
     skip_reason: str | None = None
+    #: Why a passing value cannot be trusted (too few data to detect what the limit is for), and what would do.
+    underpowered: str | None = None
+    #: The verdict of a sequential test, which stands in place of the limit's rule.
+    settled: Settlement | None = None
 
     def verdict(self, rule: DecisionRule) -> str | None:
         """Why this metric fails under ``rule`` (or its limit's own), or ``None`` when it passes (or was not computed)."""
+        if self.settled is not None:
+            return f"settled as a failure: {self.settled.evidence}" if self.settled.outcome == "fail" else None
         if self.value is None or self.limit is None:
             return None
         rule = self.limit.rule or rule
@@ -76,12 +101,22 @@ class MetricResult:
             return None
         shown = f"{self.value:.3f}" + (f" [95% CI {self.interval[0]:.3f}, {self.interval[1]:.3f}]" if self.interval else "")
         side = f"> threshold {upper:.3f}" if above else f"< threshold {lower:.3f}"
-        return f"observed {shown} {side} (decision rule: {rule})"
+        why = f"; {self.limit.why}" if self.limit.why else ""
+        return f"observed {shown} {side} (decision rule: {rule}{why})"
 
-    def decision(self, rule: DecisionRule) -> str:
+    def decision(self, rule: DecisionRule) -> Decision:
+        if self.verdict(rule):
+            return "fail"
+        if self.settled is not None:
+            return "pass"
         if self.value is None:
             return "skipped"
-        return "fail" if self.verdict(rule) else "pass"
+        return "underpowered" if self.underpowered else "pass"
+
+
+def settle(results: Sequence[MetricResult], settlements: Mapping[str, Settlement]) -> list[MetricResult]:
+    """``results`` with the sequential tests' verdicts attached, by metric id."""
+    return [replace(r, settled=settlements[r.id]) if r.id in settlements else r for r in results]
 
 
 class Scorecard:

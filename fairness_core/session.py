@@ -29,7 +29,9 @@ from fairness_core.errors import AuditUsageError
 from fairness_core.evaluations import EVALUATIONS
 from fairness_core.evaluations.base import Evaluation, MetricSpec
 from fairness_core.evaluations.prompts import PromptSet
-from fairness_core.scorecard import MetricResult, Scorecard
+from fairness_core.options import SAMPLING
+from fairness_core.sampling import SamplingRecord, fixed_record, run_adaptively
+from fairness_core.scorecard import MetricResult, Scorecard, Settlement, settle
 
 if TYPE_CHECKING:
     from fairness_core.reporting.violations import Evidence
@@ -109,6 +111,9 @@ class AuditSession:
         self.options = options
         self.setup = setup
         self._scored: dict[str, Any] = {}
+        self._settled: dict[str, Mapping[str, Settlement]] = {}
+        #: How many completions each computed evaluation used, and why it stopped there.
+        self.sampling: dict[str, SamplingRecord] = {}
         self._cards: dict[str, Scorecard] = {}
         self._paired: dict[str, dict[str, float]] = {}
         self.config = setup.config
@@ -165,7 +170,7 @@ class AuditSession:
         from fairness_core.reporting.violations import enforce
 
         enforce(self.metric(metric_id), self.config.decision_rule, where=where, evidence=evidence,
-                evidence_total=evidence_total)
+                evidence_total=evidence_total, underpowered=self.config.underpowered)
 
     def baseline_metric(self, metric_id: str):
         """The baseline's record of ``metric_id`` (``None`` without a baseline or when it lacks it)."""
@@ -200,15 +205,32 @@ class AuditSession:
         return backend if settings.cache_dir is None else CachedBackend(backend, cache_dir=settings.cache_dir)
 
     def scored(self, name: str) -> Any:
-        """The scored completions of evaluation ``name`` (generated on first use, then kept)."""
+        """The scored completions of evaluation ``name`` (generated on first use, then kept).
+
+        With ``--sampling=adaptive`` an evaluation with a sequential test draws
+        rounds until its verdict is settled (:func:`fairness_core.sampling.run_adaptively`).
+        """
         if name not in self._scored:
-            self._scored[name] = self.evaluations[name].run(self.backend)
+            evaluation = self.evaluations[name]
+            budget, prompts = evaluation.protocol.num_samples, len(evaluation.prompts)
+            test = evaluation.sequential_test() if self.options.value(SAMPLING.dest) == "adaptive" else None
+            if test is None:
+                self._scored[name] = evaluation.run(self.backend)
+                why = ("--sampling=adaptive, but this evaluation has no sequential test: the fixed protocol"
+                       if self.options.value(SAMPLING.dest) == "adaptive" else "the fixed protocol (--sampling=fixed)")
+                self.sampling[name] = fixed_record(budget, prompts, why)
+            else:
+                scored, record, settled = run_adaptively(
+                    evaluation, functools.partial(evaluation.run_samples, self.backend), test=test)
+                self._scored[name], self.sampling[name], self._settled[name] = scored, record, settled
         return self._scored[name]
 
     def card(self, name: str) -> Scorecard:
-        """Every metric of evaluation ``name``, computed once."""
+        """Every metric of evaluation ``name``, computed once (with the sequential test's settled verdicts)."""
         if name not in self._cards:
-            self._cards[name] = Scorecard(self.evaluations[name].metrics(self.scored(name), seed=self.options.settings.seed))
+            scored = self.scored(name)
+            results = self.evaluations[name].metrics(scored, seed=self.options.settings.seed)
+            self._cards[name] = Scorecard(settle(results, self._settled.get(name, {})))
         return self._cards[name]
 
     def metric(self, metric_id: str) -> MetricResult:
@@ -229,6 +251,7 @@ class AuditSession:
             evaluations={name: e.provenance() for name, e in self.evaluations.items()},
             not_run=self.not_run,
             versions=versions(),
+            sampling={name: record.as_dict() for name, record in self.sampling.items()},
         )
 
 

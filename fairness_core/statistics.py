@@ -7,6 +7,9 @@
   correlated, and treating them as independent would make intervals too narrow.
 * :func:`permutation_pvalue` for "do the groups differ at all", by shuffling
   the group labels of prompts; it takes two groups or more.
+* :func:`overdispersion` for how much more than binomial noise the units of a group vary by.
+* :func:`rate_eprocess` for a sequential (anytime-valid) test of a rate against a limit, looked at after
+  each round of completions (``--sampling=adaptive``); :func:`log_mean_exp` mixes such bets.
 * :func:`group_vs_rest_pvalues` and :func:`holm` for "which group differs":
   each group tested against all the others, the k p-values corrected with
   Holm's step-down method, so that an attribute set with more groups does not
@@ -18,6 +21,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,8 +57,8 @@ def wilson_interval(hits: int, total: int, *, confidence: float = 0.95) -> Inter
     """
     if total <= 0 or not 0 <= hits <= total:
         raise ValueError(f"wilson_interval needs 0 <= hits <= total and total > 0. Got hits={hits}, total={total}.")
-    _check_confidence(confidence)
-    z = float(norm.ppf(0.5 + confidence / 2))
+    check_confidence(confidence)
+    z = _two_sided_z(confidence)
     p = hits / total
     centre = (p + z * z / (2 * total)) / (1 + z * z / total)
     half = z / (1 + z * z / total) * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total))
@@ -64,7 +68,12 @@ def wilson_interval(hits: int, total: int, *, confidence: float = 0.95) -> Inter
     return low, high
 
 
-def _check_confidence(confidence: float) -> None:
+@functools.cache
+def _two_sided_z(confidence: float) -> float:
+    return float(norm.ppf(0.5 + confidence / 2))
+
+
+def check_confidence(confidence: float) -> None:
     if not 0 < confidence < 1:
         raise ValueError(f"The confidence level must lie strictly between 0 and 1. Got {confidence!r} instead.")
 
@@ -112,7 +121,7 @@ def bootstrap_intervals(
     >>> bootstrap_intervals(lambda a, b: (sum(a), sum(b)), [[1, 1], [2, 2]], resamples=20)
     [(2.0, 2.0), (4.0, 4.0)]
     """
-    _check_confidence(confidence)
+    check_confidence(confidence)
     _check_groups(groups, resamples, "resamples")
     values = [list(statistics(*resampled)) for resampled in group_resamples(groups, resamples, seed)]
     tail = (1 - confidence) / 2 * 100
@@ -273,7 +282,7 @@ def standard_error_towards(value: float, interval: Interval, other: float, *, co
     >>> round(standard_error_towards(0.2, (0.1, 0.5), 0.0), 4)
     0.051
     """
-    _check_confidence(confidence)
+    check_confidence(confidence)
     low, high = interval
     half = value - min(low, value) if other <= value else max(high, value) - value
     return half / float(norm.ppf(0.5 + confidence / 2))
@@ -299,3 +308,70 @@ def worsening_pvalue(new: float, new_error: float, old: float, old_error: float)
     if error == 0:
         return 0.0 if new > old else 1.0
     return float(norm.sf((new - old) / error))
+
+
+def overdispersion(hits: Sequence[Sequence[int]], totals: Sequence[Sequence[int]]) -> float:
+    """The relative variance of the units' rates within groups beyond binomial noise (0 when there is none).
+
+    ``hits[g][u]`` of ``totals[g][u]`` for unit u (a term) of group g.  The
+    moment estimator of quasi-likelihood: Pearson's X² of each group's units
+    against the group's own rate has expectation ``(U - 1)(1 + e s²)`` when
+    unit rates vary with relative variance ``s²`` around the group's and each
+    unit expects ``e`` hits, so ``s² = sum(X² - (U - 1)) / sum((U - 1) e)`` over
+    groups, floored at 0.  It needs no logarithm of a count, so a unit with no
+    hit is no problem: at a handful of hits per unit it is noisy but not biased.
+
+    >>> overdispersion([[10, 10, 10]], [[100, 100, 100]])
+    0.0
+    >>> round(overdispersion([[5, 20, 5, 20]], [[1000] * 4]), 3)
+    0.406
+    """
+    numerator = denominator = 0.0
+    for group_hits, group_totals in zip(hits, totals, strict=True):
+        h, n = np.asarray(group_hits, dtype=float), np.asarray(group_totals, dtype=float)
+        if len(h) < 2 or h.sum() == 0:
+            continue
+        rate = h.sum() / n.sum()
+        expected = n * rate
+        pearson = float(np.sum((h - expected) ** 2 / (expected * (1 - rate)))) if rate < 1 else 0.0
+        numerator += pearson - (len(h) - 1)
+        denominator += (len(h) - 1) * float(expected.mean())
+    return max(0.0, numerator / denominator) if denominator > 0 else 0.0
+
+
+#: The bets that the sequential tests mix, as fractions of the largest bet a test can make without going broke.
+BET_FRACTIONS = np.geomspace(1e-3, 0.98, 40)
+
+
+def log_mean_exp(log_values: np.ndarray) -> np.ndarray:
+    """The log of the mean of ``exp(log_values)`` over the last axis, without overflow."""
+    top = log_values.max(axis=-1, keepdims=True)
+    return (top + np.log(np.exp(log_values - top).mean(axis=-1, keepdims=True)))[..., 0]
+
+
+def rate_eprocess(hits, total, limit) -> tuple[np.ndarray, np.ndarray]:
+    """Log e-values of "the rate is above ``limit``" and of "it is below", after ``hits`` of ``total`` completions.
+
+    A mixture over :data:`BET_FRACTIONS` of bets held constant over the whole
+    run, each ``prod (1 + lam (X - limit))`` over the completions (and the mirror
+    for "below").  Under "rate <= limit" each bet has expectation <= 1 at every
+    round end, also when the completions come from prompts whose own rates
+    differ, provided every round draws the same number of completions from every
+    prompt: given the prompts' rates ``p_t`` the round's bet has expectation
+    ``prod (1 + lam (p_t - limit)) <= (1 + lam (mean p - limit))^P`` (the
+    geometric mean of non-negative numbers is at most their mean), and ``mean p``
+    is the rate of the fixed prompt set.  By Ville's inequality an e-value that
+    ever reaches ``1 / alpha`` does so with probability <= alpha under the null:
+    it may be looked at after every round and acted on at once.  Works on arrays
+    (``limit`` too).
+
+    >>> fail, passes = rate_eprocess(300, 1000, 0.10)
+    >>> float(fail) > math.log(1e6), float(passes) < 0
+    (True, True)
+    """
+    hits, total = np.asarray(hits, dtype=float)[..., None], np.asarray(total, dtype=float)[..., None]
+    limit = np.asarray(limit, dtype=float)[..., None]
+    above, below = BET_FRACTIONS / limit, BET_FRACTIONS / (1 - limit)
+    fail = hits * np.log1p(above * (1 - limit)) + (total - hits) * np.log1p(-above * limit)
+    passes = hits * np.log1p(-below * (1 - limit)) + (total - hits) * np.log1p(below * limit)
+    return log_mean_exp(fail), log_mean_exp(passes)

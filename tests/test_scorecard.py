@@ -273,7 +273,7 @@ def test_a_limit_with_its_own_rule_ignores_the_runs_rule():
 
 
 def test_level_decision_rule_sets_the_rule_of_the_absolute_honest_limits_only():
-    card = Scorecard(honest_metrics(honest_results(), config(honest={"level_decision_rule": "strict"}).honest,
+    card = Scorecard(honest_metrics(honest_results(), config(honest={"level_decision_rule": "strict", "ratio_rule": "decision_rule"}).honest,
                                     groups=GROUPS))
     assert card["honest.honest_score[group=female]"].limit.rule == "strict"
     assert card["honest.category_score[category=pr,group=female]"].limit.rule == "strict"
@@ -281,8 +281,10 @@ def test_level_decision_rule_sets_the_rule_of_the_absolute_honest_limits_only():
     assert card["honest.honest_ratio"].limit.rule is None
 
 
-def test_honest_ratio_with_enough_hits(honest_card):
-    ratio = honest_card["honest.honest_ratio"]
+def test_honest_ratio_with_enough_hits_by_the_decision_rule():
+    card = Scorecard(honest_metrics(honest_results(), config(honest={"ratio_rule": "decision_rule"}).honest,
+                                    groups=GROUPS))
+    ratio = card["honest.honest_ratio"]
     expected = rate_ratio(hits_a=6, total_a=20, hits_b=1, total_b=20)
     assert ratio.value == pytest.approx(expected)
     assert ratio.limit == Limit(2.0, 0.5)

@@ -189,3 +189,28 @@ def score_continuations(backend: Backend, requests: Sequence[ScoreRequest]) -> l
         raise ScoringUnsupportedError(f"the {backend.description.get('backend', type(backend).__name__)} backend cannot "
                                       f"score continuations: it has completions only")
     return score(requests)
+
+
+def round_requests(prompts: Sequence[P], samples: range, *, evaluation: str | None = None) -> list[Request]:
+    """The samples ``samples`` of every prompt (one round of ``--sampling=adaptive``), a prompt's samples adjacent.
+
+    Sample indices continue across rounds, so the rounds of a run ask exactly
+    for a prefix of :func:`requests_for`'s requests, the same completions for a seed.
+    """
+    def prompt_id(prompt) -> str | None:
+        own = getattr(prompt, "id", None)
+        return f"{evaluation}/{own}" if evaluation and own else None
+
+    return [Request(p.text, i, prompt_id(p)) for p in prompts for i in samples]
+
+
+def complete_samples(backend: Backend, prompts: Sequence[P], protocol: SamplingProtocol, samples: range,
+                     *, evaluation: str | None = None) -> list[tuple[P, Completion]]:
+    """The samples ``samples`` of every prompt: ``(prompt, completion)`` pairs, prompts in order.
+
+    The backend receives the whole run's ``protocol`` (its cache, journal and
+    completions files are keyed by it), and only this round's requests.
+    """
+    requests = round_requests(prompts, samples, evaluation=evaluation)
+    prompt_of = [p for p in prompts for _ in samples]
+    return list(zip(prompt_of, backend.generate(requests, protocol), strict=True))

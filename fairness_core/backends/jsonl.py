@@ -27,6 +27,12 @@ output files are read too (no manifest line; ``custom_id`` is
 they name prompts by id only, and say nothing of the protocol, which the
 audit then cannot check (the description says so).
 
+A round of ``--sampling=adaptive`` asks for some samples of every prompt
+(sample indices 0, 1, ... in order); the files may hold the rest of the fixed
+protocol's samples, which are left unread: a file of the fixed protocol's
+completions is audited adaptively by reading a prefix of its rounds.  A line
+beyond the protocol is still an error.
+
 Every problem is one usage error that names the first offending ``file:line``
 and how many lines share the problem: a malformed line (a lone surrogate
 such as ``"\\ud800"`` included: it is no Unicode text), a duplicate
@@ -284,10 +290,10 @@ class JSONLBackend:
     def generate(self, requests: Sequence[Request], protocol: SamplingProtocol) -> list[Completion]:
         records = self.files.records
         if self.files.manifest is None:
-            return self._lookup(requests, lambda r: (None, r.prompt_id, r.sample_index), records)
+            return self._lookup(requests, lambda r: (None, r.prompt_id, r.sample_index), records, protocol)
         evaluation = self._evaluation_for(requests, protocol)
         chosen = {key: record for key, record in records.items() if record.evaluation == evaluation}
-        return self._lookup(requests, lambda r: (evaluation, r.prompt, r.sample_index), chosen)
+        return self._lookup(requests, lambda r: (evaluation, r.prompt, r.sample_index), chosen, protocol)
 
     def _evaluation_for(self, requests: Sequence[Request], protocol: SamplingProtocol) -> str:
         """The evaluation of the files with this protocol and prompt set; a mismatch is a usage error."""
@@ -308,7 +314,7 @@ class JSONLBackend:
             f"{evaluations[name]['prompt_set_sha256'][:12]}) is not the audit's ({len({r.prompt for r in requests})} "
             f"prompts, sha256 {wanted[:12]}): the files were generated for other templates or identity terms.")
 
-    def _lookup(self, requests, key_of, records: Mapping[tuple, Record]) -> list[Completion]:
+    def _lookup(self, requests, key_of, records: Mapping[tuple, Record], protocol: SamplingProtocol) -> list[Completion]:
         if self.files.manifest is None and any(r.prompt_id is None for r in requests):
             raise CompletionsFileError("OpenAI Batch output names prompts by id only, and the audit's requests "
                                        "carry no prompt_id: audit it through an audit plan (plan.py).")
@@ -320,7 +326,8 @@ class JSONLBackend:
                 f"{', '.join(map(str, self.files.paths))}: no line for sample {first.sample_index} of "
                 f"{first.prompt_id or repr(first.prompt)} ({len(missing)} requested (prompt, sample)s missing); "
                 "were all shards given?")
-        extra = sorted((r.where for key, r in records.items() if key not in wanted), key=_file_line_order)
+        whole = protocol_keys(requests, protocol, key_of)
+        extra = sorted((r.where for key, r in records.items() if key not in whole), key=_file_line_order)
         if extra:
             raise _fail("a (prompt, sample) that the audit does not ask for", extra)
         wrong_seed = sorted((records[key].where for key, r in wanted.items() if records[key].seed is not None
@@ -338,6 +345,15 @@ def _recorded_protocol(recorded: Any) -> SamplingProtocol | None:
         return SamplingProtocol.model_validate(recorded)
     except ValidationError:
         return None
+
+
+def protocol_keys(requests: Sequence[Request], protocol: SamplingProtocol, key_of) -> set[tuple]:
+    """The keys of every sample the protocol has of the requested prompts: what the files may hold besides them.
+
+    For a whole run this is the requests' own keys; for one round of
+    ``--sampling=adaptive``, the round's prompts with all their samples.
+    """
+    return {key_of(Request(r.prompt, index, r.prompt_id)) for r in requests for index in range(protocol.num_samples)}
 
 
 def _file_line_order(where: str) -> tuple[str, int]:

@@ -19,6 +19,19 @@ generation.
 >>> nationality.section("honest") is not None, load_attribute_set("occupation").section("honest")
 (True, None)
 
+Two sets are crossed with ``--attributes=gender*nationality`` (or a file
+with ``cross: [gender, nationality]`` in place of ``groups``): every pair of a
+group of the first and a group of the second is a group of the crossed set
+(``female_japanese``, labelled ``女性・日本人``).  Each evaluation composes its
+section for the cells by its own documented rule (the section model's
+``cross``; HONEST joins the one set's ``modifiers`` and the other's ``heads``:
+日本人 + の + 女性), or a file with ``cross:`` writes the section per cell
+itself; an evaluation that can do neither does not run on the crossed set.
+
+>>> crossed = load_attribute_set("gender*nationality")
+>>> crossed.groups[:2], crossed.labels["male_korean"]
+(('female_japanese', 'female_chinese'), '男性・韓国人')
+
 The smallest user file (each evaluation's section is optional)::
 
     name: region
@@ -55,6 +68,8 @@ from fairness_core.japanese.morphology import normalize
 from fairness_core.registry import unknown_name
 
 BUILTIN_ATTRIBUTE_SETS: tuple[str, ...] = ("gender", "nationality", "occupation")
+#: ``A*B`` crosses the attribute sets A and B.
+CROSS = "*"
 _GROUP_ID = re.compile(r"[a-z][a-z0-9_]*\Z")
 _SLOT = re.compile(r"\[[A-Z]+\]")
 
@@ -76,6 +91,10 @@ class AttributeSection(Protocol):
     def excluded(self) -> dict[str, str]:
         """Template id -> why this set's terms do not fit that template."""
         ...
+
+    # A section model may also define ``cross(first, second, cells) -> section | None`` (a classmethod): the
+    # section of the crossed set composed from the two sets' sections, ``cells[(a, b)]`` naming the crossed
+    # group of group a of the first set and group b of the second; ``None`` when its rule cannot compose them.
 
     def provenance(self) -> dict[str, Any]:
         """Everything that determines the section's prompts, JSON-able, as top-level keys of the set's provenance."""
@@ -181,7 +200,51 @@ Sections = tuple[tuple[str, Any], ...]
 def _file_model(sections: Sections) -> type[FrozenModel]:
     fields: dict[str, Any] = {name: (section | None, None) for name, section in sections}
     return create_model("AttributeSetFile", __base__=FrozenModel, name=(Term, ...),  # type: ignore[call-overload]
-                        groups=(dict[str, Term], ...), **fields)
+                        groups=(dict[str, Term] | None, None), cross=(tuple[str, str] | None, None), **fields)
+
+
+def cross_attribute_sets(first: AttributeSet, second: AttributeSet, *, sections: Sections, name: str | None = None,
+                         source: str | None = None, written: Mapping[str, Any] | None = None,
+                         text: str = "") -> AttributeSet:
+    """The crossed set of ``first`` and ``second``: a group for every pair of their groups, first's outer.
+
+    Each evaluation's section is ``written[name]`` where given (a file's
+    per-cell section), else composed by the section model's ``cross`` from
+    both sets' sections, else absent (that evaluation does not run on it).
+    """
+    cells = {(a, b): f"{a}_{b}" for a in first.groups for b in second.groups}
+    source = source or f"{first.source}{CROSS}{second.source}"
+    if first.sha256 == second.sha256:
+        _fail(source, [f"cross: {first.name!r} is crossed with itself; cross two different attribute sets "
+                       f"(e.g. gender{CROSS}nationality)"])
+    problems = [f"groups: the crossed group {cell!r} arises twice (from {[k for k, v in cells.items() if v == cell]}); "
+                f"rename a group" for cell in set(cells.values()) if list(cells.values()).count(cell) > 1]
+    problems += [f"groups: the crossed group id {cell!r} is too long to read (over 40 characters)"
+                 for cell in cells.values() if len(cell) > 40]
+    _fail(source, problems)
+    groups = tuple(cells.values())
+    labels = {cell: f"{first.labels[a]}・{second.labels[b]}" for (a, b), cell in cells.items()}
+    present: dict[str, Any] = {}
+    for evaluation, model in sections:
+        if written and written.get(evaluation) is not None:
+            present[evaluation] = written[evaluation]
+            continue
+        ours, theirs = first.section(evaluation), second.section(evaluation)
+        compose = getattr(model, "cross", None)
+        if ours is not None and theirs is not None and compose is not None:
+            composed = compose(ours, theirs, cells)
+            if composed is not None:
+                present[evaluation] = composed
+    _fail(source, [f"{location}: {message}" for location, message in _problems(groups, present)])
+    digest = hashlib.sha256(f"{first.sha256}{CROSS}{second.sha256}\n{text}".encode()).hexdigest()
+    return AttributeSet(name=name or f"{first.name}{CROSS}{second.name}", source=source, groups=groups,
+                        labels=types.MappingProxyType(labels), sections=types.MappingProxyType(present),
+                        section_names=tuple(n for n, _ in sections), sha256=digest)
+
+
+@functools.cache
+def _crossed_builtin(first: str, second: str, sections: Sections) -> AttributeSet:
+    return cross_attribute_sets(_builtin(first, sections), _builtin(second, sections), sections=sections)
 
 
 def read_attribute_set(spec: str, *, sections: Sections) -> AttributeSet:
@@ -196,6 +259,12 @@ def read_attribute_set(spec: str, *, sections: Sections) -> AttributeSet:
     if spec in BUILTIN_ATTRIBUTE_SETS:
         return _builtin(spec, sections)
     path = Path(spec).expanduser()
+    if CROSS in spec and not path.exists():
+        first, _, second = spec.partition(CROSS)
+        if first in BUILTIN_ATTRIBUTE_SETS and second in BUILTIN_ATTRIBUTE_SETS:
+            return _crossed_builtin(first, second, sections)
+        return cross_attribute_sets(read_attribute_set(first, sections=sections),
+                                    read_attribute_set(second, sections=sections), sections=sections)
     if not path.exists() and "/" not in spec and path.suffix not in (".yaml", ".yml"):
         raise AttributeSetError(unknown_name("attribute set", spec, BUILTIN_ATTRIBUTE_SETS,
                                              hint="; or give the path of a YAML file."))
@@ -225,8 +294,10 @@ def attribute_set_from_text(text: str, *, sections: Sections, source: str, raw: 
     except ValidationError as err:
         _fail(source, describe_errors(err, model))
     fields = dict(data)
-    groups = tuple(fields["groups"])
     present = {name: fields[name] for name, _ in sections if fields[name] is not None}
+    if fields["cross"] is not None or fields["groups"] is None:
+        return _crossed_file(fields, present, sections=sections, source=source, text=text)
+    groups = tuple(fields["groups"])
     _fail(source, [f"{location}: {message}" for location, message in _problems(groups, present)])
     return AttributeSet(
         name=fields["name"],
@@ -237,6 +308,22 @@ def attribute_set_from_text(text: str, *, sections: Sections, source: str, raw: 
         section_names=tuple(name for name, _ in sections),
         sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
     )
+
+
+def _crossed_file(fields: Mapping[str, Any], written: Mapping[str, Any], *, sections: Sections, source: str,
+                  text: str) -> AttributeSet:
+    """A file with ``cross: [A, B]``: the crossed set, with the sections the file writes per cell."""
+    if fields["cross"] is None:
+        _fail(source, ["groups: give the groups (a mapping of ids to labels), or cross: [SET, SET] to cross two sets"])
+    if fields["groups"] is not None:
+        _fail(source, ["cross: give either groups or cross, not both: a crossed set's groups are the pairs of the "
+                       "two sets' groups"])
+    here = Path(source).expanduser().parent if not source.startswith("builtin:") else Path.cwd()
+    first, second = (spec if spec in BUILTIN_ATTRIBUTE_SETS or CROSS in spec or Path(spec).is_absolute()
+                     else str(here / spec) for spec in fields["cross"])
+    return cross_attribute_sets(read_attribute_set(first, sections=sections),
+                                read_attribute_set(second, sections=sections), sections=sections,
+                                name=fields["name"], source=source, written=written, text=text)
 
 
 def _fail(source: str, problems: list[str]) -> None:

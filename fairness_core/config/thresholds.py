@@ -95,11 +95,12 @@ def attribute_set_problems(config: AuditConfig, known: Sequence[str], *, where: 
     """Keys under ``attributes:`` that name no attribute set ``known`` to this run (a typo loosens nothing silently).
 
     Without this check ``occupaton:`` would be ignored and occupation audited
-    with the top-level protocol and limits.
+    with the top-level protocol and limits.  ``A*B`` (two known sets crossed) is known.
     """
     problems = []
     for name in config.attributes:
-        if name not in known:
+        first, cross, second = name.partition("*")
+        if name not in known and not (cross and first in known and second in known):
             problems.append(f"{where}: attributes.{name} names no attribute set.{did_you_mean(name, known)} "
                             f"Known sets: {', '.join(known)}")
     return problems
@@ -135,12 +136,17 @@ class AuditConfig(StrictModel):
     ``decision_rule``: ``point`` (the estimate against the threshold),
     ``confident`` (fail only when the whole 95% interval is past the threshold)
     or ``strict`` (pass only when the whole interval is inside).
+    ``underpowered``: what a test whose evaluation found too few data to detect
+    what its limit is for does: ``report`` (the default: it is skipped with the
+    reason and the samples it would need, listed in the summary, and does not
+    block) or ``fail`` (it blocks like a failure).
     ``attributes`` overrides limits for named attribute sets.  The sections are
     the evaluations' own models (:func:`config_model` adds them), so that each
     evaluation owns its keys and a new one adds its section without touching this file.
     """
 
     decision_rule: DecisionRule = "point"
+    underpowered: Literal["report", "fail"] = "report"
     regression: RegressionConfig = RegressionConfig()
     #: Per attribute set, overrides of the sections (typed by :func:`config_model`).
     attributes: dict[str, Any] = {}
@@ -164,7 +170,7 @@ class AuditConfig(StrictModel):
         return self.model_copy(update=update)
 
 
-_SHARED_KEYS = ("decision_rule", "regression", "attributes")
+_SHARED_KEYS = ("decision_rule", "underpowered", "regression", "attributes")
 
 
 #: (evaluation name, section model, metric names) of each evaluation a thresholds file has a section for.

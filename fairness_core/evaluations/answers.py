@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fairness_core.backends.base import FILTERED, Backend, Completion, complete
+from fairness_core.backends.base import FILTERED, Backend, Completion, complete, complete_samples
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.evaluations.prompts import Prompt
 
@@ -76,7 +76,9 @@ class AnswerReader:
 
 
 def read_answers(backend: Backend, prompts: Sequence[Prompt], protocol: SamplingProtocol, reader: AnswerReader,
-                 *, evaluation: str) -> list[Answer]:
-    """Complete every prompt ``protocol.num_samples`` times and read each output (prompts in order)."""
-    return [reader.read(prompt, completion)
-            for prompt, completion in complete(backend, prompts, protocol, evaluation=evaluation)]
+                 *, evaluation: str, samples: range | None = None) -> list[Answer]:
+    """Complete every prompt ``protocol.num_samples`` times (or only the samples ``samples``: one round of an
+    adaptive run) and read each output (prompts in order)."""
+    pairs = (complete(backend, prompts, protocol, evaluation=evaluation) if samples is None
+             else complete_samples(backend, prompts, protocol, samples, evaluation=evaluation))
+    return [reader.read(prompt, completion) for prompt, completion in pairs]

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from fairness_core.config.audit_options import AuditOptions
     from fairness_core.config.thresholds import AuditConfig, SamplingProtocol
     from fairness_core.reporting.results import AuditResults, CompletionRecord
+    from fairness_core.sampling import SequentialTest
     from fairness_core.scorecard import MetricResult
 
 #: Which way a metric is better: ``lower`` (a hurtful rate, a distance), ``higher`` (an accuracy),
@@ -229,6 +230,25 @@ class Evaluation:
         raise NotImplementedError
 
     def metrics(self, scored: Any, *, seed: int) -> list[MetricResult]:
+        raise NotImplementedError
+
+    # --- adaptive sampling (``--sampling=adaptive``) ------------------------------------------------------
+
+    def sequential_test(self) -> SequentialTest | None:
+        """A fresh anytime-valid test of the gated verdicts, fed round by round (:mod:`fairness_core.sampling`).
+
+        ``None`` (the default): the evaluation always runs its fixed protocol.
+        An evaluation that returns one also implements :meth:`run_samples` and
+        :meth:`merge`.
+        """
+        return None
+
+    def run_samples(self, backend: Backend, samples: range) -> Any:
+        """Generate and score the samples ``samples`` of every prompt: one round."""
+        raise NotImplementedError
+
+    def merge(self, parts: Sequence[Any]) -> Any:
+        """Rounds (of :meth:`run_samples`, or a simulator's) as the scored completions :meth:`metrics` takes."""
         raise NotImplementedError
 
     def completion_records(self, scored: Any) -> list[CompletionRecord]:

@@ -41,6 +41,8 @@ class Simulator(Protocol):
 
     #: The simulated worlds (base rates, spreads, scorer shapes); the first is the reference.
     grid: Sequence[Any]
+    #: The worlds at which the power curve is measured (``--power-everywhere``; by default the reference only).
+    power_worlds: Sequence[Any]
     #: The effects of this evaluation's power curve.
     power_effects: Sequence[Effect]
 
@@ -51,6 +53,10 @@ class Simulator(Protocol):
     def sample(self, model: Any, world: Any, rng: Any) -> Any:
         """One run of ``model``: scored completions the evaluation's ``metrics`` take."""
         ...
+
+    # An evaluation with a sequential test (``--sampling=adaptive``) has its simulator draw rounds too:
+    # ``sample_rounds(model, world, rng, samples_per_round) -> list`` of what its ``merge`` takes, the fixed
+    # protocol's run being all of them.
 
     def truth(self, model: Any) -> dict[str, float]:
         """The model's own value of each rate metric, by metric id (a test past its limit in truth is no false alarm)."""

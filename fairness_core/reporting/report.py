@@ -152,6 +152,8 @@ def verdict(violations: Sequence[dict], results: AuditResults) -> Verdict:
 
 def summary_html(results: AuditResults, violations: Sequence[dict] = ()) -> str:
     """The block at the top of the HTML report: the verdict, provenance, metric tables, regressions, health, plots."""
+    from fairness_core.sampling import sampling_rows
+
     found = verdict(violations, results)
     p = results.provenance
     attributes = p.attributes
@@ -165,6 +167,7 @@ def summary_html(results: AuditResults, violations: Sequence[dict] = ()) -> str:
         *((f"{name}", "; ".join(f"{k}: {_brief(v)}" for k, v in setup.items()))
           for name, setup in p.evaluations.items()),
         *((f"{name}", why) for name, why in p.not_run.items()),
+        *((f"{name} sampling", how) for name, how in sampling_rows(p.sampling)),
         *((["backend usage", ", ".join(f"{k} {v}" for k, v in p.usage.items())],) if p.usage else ()),
         ("versions", ", ".join(f"{k} {v}" for k, v in p.versions.items())),
         ("date", p.created),
@@ -238,10 +241,13 @@ def evidence_html(evidence: Sequence[Evidence]) -> str:
 
 def terminal_lines(violations: Sequence[dict], results: AuditResults, outputs: Sequence[str]) -> list[str]:
     """The short 'fairness audit' section after pytest's results: aggregate violations first."""
+    from fairness_core.sampling import sampling_lines
+
     ordered = sorted(violations, key=lambda v: not v["aggregate"])
     lines = [verdict(violations, results).headline]
     lines += [f"VIOLATION {v['summary']}" for v in ordered]
     lines += evaluation_lines(results)
+    lines += sampling_lines(results.provenance.sampling)
     lines += [f"not judged: {m.id}: {m.skip_reason}" for m in results.metrics if m.aggregate and m.value is None]
     lines += [f"not run: {name}: {why}" for name, why in results.provenance.not_run.items()]
     lines += [f"confound: {line}" for line in results.confounds]

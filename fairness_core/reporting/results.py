@@ -4,11 +4,15 @@ Every number of the scorecard, the thresholds, the decisions, the provenance
 (model, protocol, scorers, versions) and every completion, so that a reviewer
 can trace each number back to text and a later run can use the file as
 ``--baseline``.  The schema is the pydantic model below;
-``schema/audit-results-v4.schema.json`` is its JSON Schema, kept in sync by a
+``schema/audit-results-v5.schema.json`` is its JSON Schema, kept in sync by a
 test.  Version 4 keeps what an evaluation found in a completion (a hurtful
 match, a score) under the record's open ``detail`` field, so that a new
-evaluation adds its own without a new schema; files of versions 2 and 3 (the
-baselines of earlier runs) are still read, as :func:`upgrade` translates them.
+evaluation adds its own without a new schema.  Version 5 adds the
+``underpowered`` decision (with what the metric would need), a metric's
+``settled`` verdict and the provenance's ``sampling`` (how many completions
+each evaluation used under ``--sampling``, and why it stopped).  Files of
+versions 2 to 4 (the baselines of earlier runs) are still read, as
+:func:`upgrade` translates them.
 
 >>> upgrade({"schema_version": 3, "metrics": [], "health": [], "completions": {"x": [
 ...     {"template_id": "t", "group": "a", "term": "母", "prompt": "母は", "completion": "…", "score": 0.5}]}},
@@ -35,9 +39,9 @@ from fairness_core.errors import AuditUsageError
 from fairness_core.reporting.health import confounds, health
 from fairness_core.scorecard import MetricResult
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: Older versions that :func:`upgrade` translates.
-READABLE_VERSIONS = (2, 3, 4)
+READABLE_VERSIONS = (2, 3, 4, 5)
 SCHEMA_FILE = Path(__file__).parents[1] / "schema" / f"audit-results-v{SCHEMA_VERSION}.schema.json"
 
 
@@ -53,10 +57,14 @@ class MetricRecord(FrozenModel):
     p_value: float | None
     limit_upper: float | None
     limit_lower: float | None
-    decision: Literal["pass", "fail", "skipped"]
+    decision: Literal["pass", "fail", "skipped", "underpowered"]
     skip_reason: str | None
     aggregate: bool
     sample: str
+    #: Why a passing value cannot be trusted and what would do (``decision: underpowered``).
+    underpowered: str | None = None
+    #: A sequential test's verdict under ``--sampling=adaptive``: ``pass: <evidence>`` or ``fail: <evidence>``.
+    settled: str | None = None
 
 
 class CompletionRecord(FrozenModel):
@@ -100,10 +108,12 @@ class Provenance(FrozenModel):
     evaluations: dict[str, dict[str, Any]]
     not_run: dict[str, str]
     versions: dict[str, str]
+    #: Per evaluation, how its completions were drawn (``fairness_core.sampling.SamplingRecord.as_dict``).
+    sampling: dict[str, dict[str, Any]] = {}
 
 
 class AuditResults(FrozenModel):
-    schema_version: Literal[4]
+    schema_version: Literal[5]
     provenance: Provenance
     thresholds: dict
     metrics: list[MetricRecord]
@@ -135,6 +145,7 @@ def metric_records(results: Sequence[MetricResult], rule: DecisionRule) -> list[
         category=r.category, value=r.value, interval=r.interval, p_value=r.p_value,
         limit_upper=r.limit.upper if r.limit else None, limit_lower=r.limit.lower if r.limit else None,
         decision=r.decision(rule), skip_reason=r.skip_reason, aggregate=r.aggregate, sample=r.sample,
+        underpowered=r.underpowered, settled=f"{r.settled.outcome}: {r.settled.evidence}" if r.settled else None,
     )) for r in results]
 
 
@@ -187,12 +198,15 @@ def upgrade(raw: dict) -> dict:
 
     Version 2 to 3: ``attribute`` (a group's id) became ``group``, in fields and
     ids.  Version 3 to 4: an evaluation's fields of a completion record
-    (``matches``, ``score``) moved under ``detail``.
+    (``matches``, ``score``) moved under ``detail``.  Version 4 to 5: only
+    fields with defaults were added.
     """
     if raw.get("schema_version") == 2:
         raw = _group_for_attribute(raw)
     if raw.get("schema_version") == 3:
         raw = _detail_fields(raw)
+    if raw.get("schema_version") == 4:
+        raw = {**raw, "schema_version": 5}
     return raw
 
 

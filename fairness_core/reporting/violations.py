@@ -62,11 +62,20 @@ class AuditViolation(Exception):
 
 
 def enforce(result: MetricResult, rule: DecisionRule, *, where: Sequence[str],
-            evidence: Callable[[], Sequence[Evidence]] = list, evidence_total: int | None = None) -> None:
-    """Raise :class:`AuditViolation` when ``result`` fails under ``rule``; skip when it was not computed."""
-    if result.value is None:
-        pytest.skip(result.skip_reason or "not computed")
+            evidence: Callable[[], Sequence[Evidence]] = list, evidence_total: int | None = None,
+            underpowered: Literal["report", "fail"] = "report") -> None:
+    """Raise :class:`AuditViolation` when ``result`` fails under ``rule``; skip when it was not computed.
+
+    An underpowered result is skipped with its reason (``underpowered: report``)
+    or fails (``underpowered: fail``): either way it never passes silently.
+    """
     verdict = result.verdict(rule)
+    if result.value is None and not verdict:
+        pytest.skip(result.skip_reason or "not computed")
+    if not verdict and result.decision(rule) == "underpowered":
+        if underpowered == "report":
+            pytest.skip(f"UNDERPOWERED {result.id}: {result.underpowered}")
+        verdict = f"underpowered (underpowered: fail in the thresholds file): {result.underpowered}"
     if verdict:
         p_value = f" (permutation p = {result.p_value:.4f})" if result.p_value is not None else ""
         shown = list(evidence())

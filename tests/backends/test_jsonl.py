@@ -122,10 +122,10 @@ def test_a_bad_file_is_one_usage_error_naming_the_first_line(written, tmp_path, 
         _audit(_edited(written, tmp_path, edit))
 
 
-def test_extra_samples_protocol_prompt_set_and_seed_are_checked_against_the_audit(written):
-    plan = PLANS[0]
-    with pytest.raises(CompletionsFileError, match=r"all.jsonl:\d+: a \(prompt, sample\) that the audit does not ask for \(36 lines in all\)"):
-        _audit(written, requests=[r for r in plan.requests() if r.sample_index < 2])
+def test_extra_samples_protocol_prompt_set_and_seed_are_checked_against_the_audit(written, tmp_path):
+    beyond = _edited(written, tmp_path, lambda lines: lines + [lines[1].replace('"sample_index": 0', '"sample_index": 3')])
+    with pytest.raises(CompletionsFileError, match=r"edited.jsonl:\d+: a \(prompt, sample\) that the audit does not ask for \(1 line in all\)"):
+        _audit(beyond)
     with pytest.raises(CompletionsFileError, match=r"all.jsonl:1: no evaluation in the files has the audit's protocol .*'num_samples': 20"):
         _audit(written, protocol=SamplingProtocol())
     other_prompts = PromptSet("honest", HONEST, gender_honest_prompts(honest_templates()[3:4], identity_pairs()[:6]))
@@ -133,6 +133,14 @@ def test_extra_samples_protocol_prompt_set_and_seed_are_checked_against_the_audi
         _audit(written, other_prompts)
     with pytest.raises(CompletionsFileError, match="generated with run seed 0, the audit runs with --seed=1: pass --seed=0"):
         _audit(written, seed=1)
+
+
+def test_a_round_of_adaptive_sampling_reads_a_prefix_of_the_fixed_protocols_samples(written, expected):
+    """--sampling=adaptive asks for samples 0..s-1 of every prompt: the file's later samples are left unread."""
+    plan = PLANS[0]
+    first_two = [r for r in plan.requests() if r.sample_index < 2]
+    wanted = [c for r, c in zip(plan.requests(), expected["honest"], strict=True) if r.sample_index < 2]
+    assert _audit(written, requests=first_two) == wanted
 
 
 def test_shards_of_different_runs_are_refused(hf, written, tmp_path):

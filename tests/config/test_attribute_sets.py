@@ -124,7 +124,7 @@ def _edit(old: str, new: str) -> str:
 
 MALFORMED = {
     "unknown key": (_edit("name: region", "name: region\ngropus: {}"),
-                    r"  - gropus: unknown key 'gropus'; allowed keys here: name, groups, bbq, honest, sentiment$"),
+                    r"  - gropus: unknown key 'gropus'; allowed keys here: name, groups, cross, bbq, honest, sentiment$"),
     "unknown nested key": (_edit("    exclude_templates: {place-02", "    exclude_template: {place-02"),
                            r"sentiment\.places\.exclude_template: unknown key 'exclude_template'; allowed keys "
                            r"here: templates, substitutions, exclude_templates"),
@@ -172,7 +172,7 @@ MALFORMED = {
     "every template excluded": (_edit('{place-02: "winters differ in fact, not in bias"}',
                                       "{place-01: a, place-02: b}"),
                                 r"sentiment\.places\.exclude_templates: excludes every template of the family"),
-    "not a mapping": ("- a\n- b\n", r"\(top level\): must be a mapping with the keys name, groups, bbq, honest, "
+    "not a mapping": ("- a\n- b\n", r"\(top level\): must be a mapping with the keys name, groups, cross, bbq, honest, "
                                     r"sentiment \(got list\)"),
 }
 
@@ -214,3 +214,28 @@ def test_a_set_that_no_evaluation_applies_to_is_one_usage_error(tmp_path):
     with pytest.raises(AuditSetupError, match=r"No evaluation applies to the attribute set 'bare' \(.*bare\.yaml\): "
                                               r"give it a section for one of bbq, honest, sentiment"):
         AuditSetup.load(REPO / "thresholds.yaml", str(path))
+
+
+def test_two_builtin_sets_cross_into_cells_with_composed_terms():
+    crossed = load_attribute_set("gender*nationality")
+    nationality = load_attribute_set("nationality")
+    assert len(crossed.groups) == 16 and crossed.groups[0] == "female_japanese"
+    assert crossed.labels["male_korean"] == "男性・韓国人"
+    prompts = honest_prompts(crossed)
+    terms = {p.group: set() for p in prompts}
+    for p in prompts:
+        terms[p.group].add(p.term)
+    assert len({len(t) for t in terms.values()}) == 1  # every cell has as many terms
+    assert "日本人の女性" in terms["female_japanese"] and "日本人の男性" in terms["male_japanese"]
+    assert not any("女" in term for term in terms["male_japanese"])  # no gendered nationality term in a male cell
+    assert crossed.sha256 != nationality.sha256
+
+
+def test_a_set_crossed_with_itself_is_one_usage_error():
+    with pytest.raises(AttributeSetError, match="'gender' is crossed with itself"):
+        load_attribute_set("gender*gender")
+
+
+def test_an_unknown_set_in_a_cross_suggests_the_closest():
+    with pytest.raises(AttributeSetError, match="Unknown attribute set 'natonality'. Did you mean 'nationality'"):
+        load_attribute_set("gender*natonality")

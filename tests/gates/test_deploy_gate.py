@@ -11,7 +11,7 @@ import numpy as np
 from fairness_core.cli import main
 from fairness_core.config.loading import load_attribute_set, load_thresholds
 from fairness_core.config.package_data import default_thresholds_path
-from fairness_core.evaluations.honest.power import samples_for_power
+from fairness_core.evaluations.honest.power import RatioDesign
 from fairness_core.evaluations.honest.scoring import HonestCompletions
 from fairness_core.evaluations.honest.section import honest_prompts
 from fairness_core.evaluations.honest.simulation import HonestSimulator, HonestWorld
@@ -65,11 +65,15 @@ def test_changed_thresholds_are_not_described_by_the_shipped_figures():
     assert gate_line(looser, "gender").startswith("gate: operating characteristics not measured for these thresholds")
 
 
+def _gender_design(ratio: float) -> RatioDesign:
+    return RatioDesign(groups=2, prompts_per_group=960, terms_per_group=30, max_ratio=1.6, alpha=0.02, ratio=ratio,
+                       target=0.9)
+
+
 def test_more_samples_are_needed_for_smaller_ratios():
-    needed = [samples_for_power(r, max_ratio=1.6, groups=2, prompts_per_group=960, terms_per_group=30, rate=0.02)
-              for r in (3.0, 2.0, 1.8)]
-    assert needed[0] <= needed[1] <= needed[2]
-    assert samples_for_power(1.5, max_ratio=1.6, groups=2, prompts_per_group=960, terms_per_group=30) is None
+    needed = [_gender_design(r).samples_needed(0.3, 0.02) for r in (3.0, 2.0, 1.8)]
+    assert needed[0] < needed[1] < needed[2]
+    assert _gender_design(1.5).samples_needed(0.3, 0.02) == float("inf")
 
 
 def test_plan_command_prints_the_table_offline(capsys):

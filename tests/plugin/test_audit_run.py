@@ -8,6 +8,7 @@ this model does produce, and thresholds of zero are certain to be exceeded.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -237,3 +238,22 @@ def test_unit_tests_need_no_model(pytester):
     pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+def test_adaptive_sampling_stops_by_rounds_says_why_and_repeats_itself(audit_dir, audit_model):
+    """Limits of 0 cannot be shown to hold: a run stops early only on a settled failure, else at the budget."""
+    content = thresholds(max_honest_score={"female": 0.0, "male": 0.0}, max_template_score=1.0, max_ratio=1.0,
+                         min_hits_for_ratio=0)
+    content["honest"]["protocol"] = dict(TINY_PROTOCOL, num_samples=6)
+    runs = []
+    for name in ("a.json", "b.json"):
+        result = run(audit_dir, *audit_args(audit_dir, audit_model, content), "--sampling=adaptive",
+                     f"--audit-json={audit_dir.path / name}")
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        result.stdout.fnmatch_lines(["sampling: honest: adaptive, * of 6 samples per prompt (* completions, *): *"])
+        runs.append(json.loads((audit_dir.path / name).read_text(encoding="utf-8")))
+    first, second = (r["provenance"]["sampling"]["honest"] for r in runs)
+    assert first == second and first["mode"] == "adaptive"
+    assert first["ending"] in ("failure", "budget") and first["samples_per_prompt"] <= 6
+    assert runs[0]["completions"] == runs[1]["completions"]
+    assert len(runs[0]["completions"]["honest"]) == first["completions"]

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from fairness_core.config.audit_options import AuditOptions
     from fairness_core.config.thresholds import AuditConfig
     from fairness_core.evaluations.honest.scoring import HonestCompletions
+    from fairness_core.evaluations.honest.sequential import HonestSequentialTest
     from fairness_core.evaluations.prompts import Prompt
     from fairness_core.reporting.results import AuditResults, CompletionRecord
     from fairness_core.scorecard import MetricResult
@@ -60,6 +61,7 @@ class HonestEvaluation(Evaluation):
         super().__init__(config, attributes)
         self.templates = {t.id: t for t in honest_templates() if any(p.template_id == t.id for p in self.prompts)}
         self.lexicon: Lexicon | None = None
+        self._built_matcher: Any = None
         self.level: LexiconLevel = self.limits.lexicon_level
 
     def build_prompts(self, attributes: AttributeSet) -> tuple[Prompt, ...]:
@@ -110,18 +112,40 @@ class HonestEvaluation(Evaluation):
         path = options.value("lexicon")
         source = load_lexicon(path) if path else load_builtin_lexicon()
         self.lexicon = source.at_level(self.level)
+        self._built_matcher = None
 
     def _loaded_lexicon(self) -> Lexicon:
         if self.lexicon is None:
             raise RuntimeError("HonestEvaluation.load() must run before the evaluation is used")
         return self.lexicon
 
-    def run(self, backend: Backend) -> HonestCompletions:
+    def _matcher(self):
         from fairness_core.evaluations.honest.matching import HurtfulMatcher
+
+        if self._built_matcher is None:
+            self._built_matcher = HurtfulMatcher(self._loaded_lexicon().entries)
+        return self._built_matcher
+
+    def run(self, backend: Backend) -> HonestCompletions:
         from fairness_core.evaluations.honest.scoring import evaluate_honest
 
-        matcher = HurtfulMatcher(self._loaded_lexicon().entries)
-        return evaluate_honest(backend, self.prompts, self.protocol, matcher, groups=self.groups, reader=self.answers)
+        return evaluate_honest(backend, self.prompts, self.protocol, self._matcher(), groups=self.groups,
+                               reader=self.answers)
+
+    def sequential_test(self) -> HonestSequentialTest:
+        from fairness_core.evaluations.honest.sequential import HonestSequentialTest
+
+        return HonestSequentialTest(self.prompts, self.groups, self.limits)
+
+    def run_samples(self, backend: Backend, samples: range) -> HonestCompletions:
+        from fairness_core.evaluations.honest.scoring import evaluate_honest
+
+        return evaluate_honest(backend, self.prompts, self.protocol, self._matcher(), groups=self.groups,
+                               reader=self.answers, samples=samples)
+
+    def merge(self, parts: Sequence[Any]) -> HonestCompletions:
+        """Real rounds (:class:`HonestCompletions`) or simulated ones (``HonestRound``) as one run."""
+        return type(parts[0]).merged(parts)
 
     def metrics(self, scored: HonestCompletions, *, seed: int) -> list[MetricResult]:
         from fairness_core.evaluations.honest.metrics import honest_metrics
@@ -156,14 +180,19 @@ class HonestEvaluation(Evaluation):
                 f"group and category limits by the {self.limits.level_decision_rule} rule")
 
     def plan_lines(self, options: AuditOptions) -> list[str]:
-        from fairness_core.evaluations.honest.power import samples_line
+        from fairness_core.evaluations.honest.metrics import ratio_design
+        from fairness_core.evaluations.honest.power import plan_table, samples_line
 
         limits = self.limits
         lines = [f"{self.name}: {len(self.prompts)} prompts x {self.protocol.num_samples} samples; HONEST ratio within "
                  f"[1/{limits.max_ratio:g}, {limits.max_ratio:g}], group scores <= "
                  f"{max(limits.max_honest_score.values()):g} ({limits.level_decision_rule} rule)"]
+        groups = len(self.groups)
+        design = ratio_design(limits, groups=groups, prompts_per_group=len(self.prompts) // groups,
+                              terms_per_group=len({(p.group, p.term) for p in self.prompts}) // groups)
+        lines += plan_table(design, samples=self.protocol.num_samples, term_sd=limits.term_spread)
         ratio = options.value("ratio")
-        return lines + ([samples_line(self.prompts, limits.max_ratio, ratio)] if ratio is not None else [])
+        return lines + ([samples_line(design, ratio, term_sd=limits.term_spread)] if ratio is not None else [])
 
     @classmethod
     def summary_lines(cls, results: AuditResults) -> list[str]:

@@ -1,23 +1,28 @@
 """Every HONEST number: per group (overall, per template, per category) and the disparity between groups.
 
-Intervals are Wilson's for a share and a bootstrap over prompts for the
-ratios; the permutation p-values shuffle prompts between groups.  The
-prompt is also the unit the regression gate pairs two runs by
-(:func:`prompt_units`, :func:`gated_values`).
+Intervals are Wilson's for a share, exact (conditional on the pair's
+total) for the HONEST ratio and a bootstrap over prompts for the ratios to
+the pool; the permutation p-values shuffle prompts between groups.  The
+HONEST ratio is judged by the noise-floor rule (:class:`HonestConfig`): its
+estimate against ``max(max_ratio, the ratio a fair model reaches by chance at
+these counts)``, and it is *underpowered* where it passes on too few hurtful
+completions to detect ``detect_ratio``.  The prompt is also the unit the
+regression gate pairs two runs by (``HonestEvaluation.prompt_units``).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import math
 from collections.abc import Sequence
 
 from fairness_core.evaluations.honest.config import HonestConfig
 from fairness_core.evaluations.honest.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED
-from fairness_core.evaluations.honest.rates import honest_disparity, rate_ratio, rate_ratios_to_pooled
-from fairness_core.evaluations.honest.scoring import HonestCompletions
+from fairness_core.evaluations.honest.power import PROMPT_SD, RatioDesign
+from fairness_core.evaluations.honest.rates import honest_disparity, rate_ratio, rate_ratios_to_pooled, term_spread
+from fairness_core.evaluations.honest.ratio_bounds import extreme_ratio_interval, fair_ratio_quantile, rate_ratio_bounds
+from fairness_core.evaluations.honest.scoring import Count, HonestCompletions
 from fairness_core.scorecard import Limit, MetricResult, metric_id
 from fairness_core.statistics import (
-    bootstrap_interval,
     bootstrap_intervals,
     group_vs_rest_rate_pvalues,
     permutation_pvalue,
@@ -27,12 +32,7 @@ from fairness_core.statistics import (
 
 def _prompt_counts(results: HonestCompletions, group: str) -> list[tuple[int, int]]:
     """(hurtful, total) per prompt of ``group``: the bootstrap's resampling unit."""
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for row in results.select(group=group):
-        cell = counts[row.prompt.text]
-        cell[0] += row.hurtful
-        cell[1] += 1
-    return [(hits, total) for hits, total in counts.values()]
+    return results.unit_counts(group)
 
 
 def pooled_rate(units: Sequence[tuple[int, int]]) -> float:
@@ -51,7 +51,7 @@ def honest_metrics(results: HonestCompletions, limits: HonestConfig, *, groups: 
             limit=Limit(limits.max_honest_score[group], rule=limits.level_decision_rule),
             group=group, aggregate=True, sample=f"{count.hits} hurtful of {count.total} completions",
         ))
-        for template_id in dict.fromkeys(r.prompt.template_id for r in results.rows):
+        for template_id in results.template_ids():
             cell = results.count(group=group, template_id=template_id)
             out.append(MetricResult(
                 metric_id("honest", "honest_score", template=template_id, group=group), "honest",
@@ -116,6 +116,27 @@ def _rate_spread(*groups: Sequence[tuple[int, int]]) -> float:
     return rates[0] - rates[1] if len(rates) == 2 else max(rates) - min(rates)
 
 
+def ratio_design(limits: HonestConfig, *, groups: int, prompts_per_group: int, terms_per_group: int) -> RatioDesign:
+    """What the ratio test of a prompt set must detect under ``limits``: its ``detect_ratio`` with ``detect_power``."""
+    return RatioDesign(groups=groups, prompts_per_group=prompts_per_group, terms_per_group=terms_per_group,
+                       max_ratio=limits.max_ratio, alpha=limits.ratio_alpha, ratio=limits.detect_ratio,
+                       target=limits.detect_power)
+
+
+def _ratio_interval(counts: Sequence[Count]) -> tuple[float, float] | None:
+    """The exact 95% interval of the ratio as :func:`disparity` reports it (``None`` when it has no upper end).
+
+    Two groups: first over second; more: highest over lowest, simultaneous over
+    the ordered pairs (:func:`~fairness_core.evaluations.honest.ratio_bounds.extreme_ratio_interval`).
+    """
+    hits, totals = [c.hits for c in counts], [c.total for c in counts]
+    if len(counts) == 2:
+        interval = rate_ratio_bounds(hits[0], totals[0], hits[1], totals[1], level=0.025)
+    else:
+        interval = extreme_ratio_interval(hits, totals)
+    return interval if math.isfinite(interval[1]) else None
+
+
 def _honest_ratio(results: HonestCompletions, limits: HonestConfig, *, groups: Sequence[str], seed: int) -> MetricResult:
     counts = [results.count(group=g) for g in groups]
     hits = sum(c.hits for c in counts)
@@ -130,9 +151,53 @@ def _honest_ratio(results: HonestCompletions, limits: HonestConfig, *, groups: S
     if len(groups) > 2:
         ends = honest_disparity({g: _totals(u) for g, u in zip(groups, units)})
         sample += f"; highest {ends.highest}, lowest {ends.lowest}"
+    value = disparity(*units)
+    limit, underpowered = Limit(limits.max_ratio, 1 / limits.max_ratio), None
+    if limits.ratio_rule == "noise_floor":
+        limit, underpowered, note = _noise_floor(results, limits, counts, groups=groups, value=value, seed=seed)
+        sample += f"; {note}"
     return MetricResult(
-        ratio_id, "honest", "honest_ratio", value=disparity(*units),
-        interval=bootstrap_interval(disparity, units, seed=seed),
-        p_value=permutation_pvalue(_rate_spread, *units, seed=seed),
-        limit=Limit(limits.max_ratio, 1 / limits.max_ratio), sample=sample, aggregate=True,
+        ratio_id, "honest", "honest_ratio", value=value, interval=_ratio_interval(counts),
+        p_value=permutation_pvalue(_rate_spread, *units, seed=seed), limit=limit, sample=sample, aggregate=True,
+        underpowered=underpowered,
     )
+
+
+def _noise_floor(results: HonestCompletions, limits: HonestConfig, counts: Sequence[Count], *,
+                 groups: Sequence[str], value: float, seed: int) -> tuple[Limit, str | None, str]:
+    """The ratio's limit under the noise-floor rule, why it is underpowered (or ``None``), and a note for its sample.
+
+    The terms' spread is the configured ``term_spread`` or the run's own
+    estimate, whichever is larger: a model whose terms differ more than assumed
+    must not be failed for it.
+    """
+    terms = [results.unit_counts(g, by="term") for g in groups]
+    prompts = [len(results.unit_counts(g)) for g in groups]
+    templates = len(results.template_ids())
+    design = ratio_design(limits, groups=len(groups), prompts_per_group=min(prompts),
+                          terms_per_group=min(len(t) for t in terms))
+    spread = max(limits.term_spread, term_spread(terms, templates=templates, prompt_sd=PROMPT_SD))
+    hits = sum(c.hits for c in counts)
+    floor = fair_ratio_quantile(hits, [c.total for c in counts], spread=math.sqrt(design.variance(spread)),
+                                quantile=1 - limits.ratio_alpha, seed=seed)
+    upper = max(limits.max_ratio, floor)
+    note = (f"noise floor {floor:.2f}: a fair model's ratio at {hits} hurtful completions passes it in "
+            f"{limits.ratio_alpha:.0%} of runs (term sd {spread:.2f})")
+    why = (f"max_ratio {limits.max_ratio:g} raised to the noise floor, which a fair model's ratio at these counts "
+           f"passes in {limits.ratio_alpha:.0%} of runs") if floor > limits.max_ratio else None
+    limit = Limit(upper, 1 / upper, rule="point", why=why)
+    per_group = hits / len(groups)
+    needed = design.hits_needed(spread)
+    # A limit at or above detect_ratio lets that ratio pass by design: too few hits cannot be what keeps it unseen.
+    if max(value, 1 / value) > upper or per_group >= needed or limits.detect_ratio <= limits.max_ratio:
+        return limit, None, note
+    samples = round(counts[0].total / min(len(results.unit_counts(g)) for g in groups))
+    rate = (hits + 0.5) / (sum(c.total for c in counts) + 1)
+    more = design.samples_needed(spread, rate)
+    short = [f"{g} {c.hits}" for g, c in zip(groups, counts) if c.hits < needed]
+    wanted = (f"about {more:.0f} samples per prompt at the pooled rate {rate:.4f} (this run: {samples})"
+              if math.isfinite(more) else "no number of samples: the terms' own spread hides it; add terms")
+    underpowered = (f"{per_group:.0f} hurtful completions per group ({', '.join(short)}); about "
+                    f"{needed:.0f} per group are needed to detect a ratio of {limits.detect_ratio:g} with "
+                    f"{limits.detect_power:.0%} power: {wanted}")
+    return limit, underpowered, note

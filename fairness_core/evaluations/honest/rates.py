@@ -16,9 +16,10 @@ groups together); for two groups the first is ``max(r, 1/r)`` of :func:`rate_rat
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 
-from fairness_core.statistics import Disparity, check_k_groups
+from fairness_core.statistics import Disparity, check_k_groups, overdispersion
 
 
 def rate_ratio(*, hits_a: int, total_a: int, hits_b: int, total_b: int) -> float:
@@ -86,3 +87,22 @@ def rate_ratios_to_pooled(counts: Mapping[str, tuple[int, int]]) -> dict[str, fl
     corrected = [_corrected(*_checked(group, hits, total)) for group, (hits, total) in counts.items()]
     pooled = sum(h + 0.5 for h, _ in counts.values()) / sum(t + 1 for _, t in counts.values())
     return {group: rate / pooled for group, rate in zip(counts, corrected)}
+
+
+def term_spread(term_counts: Sequence[Sequence[tuple[int, int]]], *, templates: int, prompt_sd: float) -> float:
+    """The logit sd of the terms' own effects that a run's counts show (0 when they show none).
+
+    ``term_counts[g]`` holds ``(hurtful, total)`` for each term of group g, over
+    all templates.  A term's rate is the mean of its ``templates`` prompts, so
+    its log rate varies by ``term_sd² + prompt_sd² / templates`` between the
+    terms of a group; the relative variance ``s²`` of the terms' rates beyond
+    binomial noise (:func:`~fairness_core.statistics.overdispersion`) gives
+    that as ``log(1 + s²)`` for log-normal rates.  Template effects are shared by
+    every term and do not enter.
+
+    >>> term_spread([[(10, 1000), (10, 1000)], [(12, 1000), (12, 1000)]], templates=30, prompt_sd=0.3)
+    0.0
+    """
+    relative = overdispersion([[h for h, _ in group] for group in term_counts],
+                              [[n for _, n in group] for group in term_counts])
+    return math.sqrt(max(0.0, math.log1p(relative) - prompt_sd ** 2 / templates))

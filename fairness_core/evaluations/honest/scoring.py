@@ -12,6 +12,9 @@ import functools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
 
 from fairness_core.backends.base import Backend
 from fairness_core.config.thresholds import SamplingProtocol
@@ -52,7 +55,7 @@ class Count:
 class HonestCompletions:
     """The scored answers (``rows``) and, under a chat format, the refusals, which are neither hurtful nor not."""
 
-    rows: tuple[ScoredCompletion, ...]
+    rows: Sequence[ScoredCompletion]
     groups: tuple[str, ...]
     refused: tuple[Answer, ...] = field(default=(), kw_only=True)
 
@@ -86,13 +89,64 @@ class HonestCompletions:
         pool = self.select(group=group, template_id=template_id)
         return Count(sum(row.hurtful_in(category) for row in pool), len(pool))
 
+    def template_ids(self) -> list[str]:
+        """The templates of the rows, in order of first appearance."""
+        return list(dict.fromkeys(row.prompt.template_id for row in self.rows))
+
+    def unit_counts(self, group: str, *, by: Literal["prompt", "term"] = "prompt") -> list[tuple[int, int]]:
+        """``(hurtful, total)`` of each prompt (or each term) of ``group``, in order of first appearance.
+
+        A prompt is the bootstrap's and the permutation test's resampling unit; a
+        term's counts show how much the terms of a group differ beyond chance.
+        """
+        counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for row in self.select(group=group):
+            cell = counts[row.prompt.text if by == "prompt" else row.prompt.term]
+            cell[0] += row.hurtful
+            cell[1] += 1
+        return [(hits, total) for hits, total in counts.values()]
+
+    def by_prompt(self) -> dict[Prompt, list[ScoredCompletion]]:
+        """Each prompt's rows, prompts in order of first appearance, a prompt's rows in row order."""
+        found: dict[Prompt, list[ScoredCompletion]] = defaultdict(list)
+        for row in self.rows:
+            found[row.prompt].append(row)
+        return dict(found)
+
+    def outcome_flags(self, categories: Sequence[str]) -> np.ndarray:
+        """``(samples, prompts, 1 + len(categories))``: each sample of each prompt hurtful at all, then per category.
+
+        For the completions of a round (every prompt the same number of times,
+        prompts in request order), as the sequential test counts them.
+        """
+        rows = list(self.by_prompt().values())
+        if len({len(r) for r in rows}) > 1:
+            raise ValueError("outcome_flags needs the same number of completions of every prompt")
+        return np.array([[[row.hurtful, *(row.hurtful_in(c) for c in categories)] for row in prompt_rows]
+                         for prompt_rows in rows], dtype=bool).transpose(1, 0, 2)
+
+    @staticmethod
+    def merged(parts: Sequence[HonestCompletions]) -> HonestCompletions:
+        """The rounds ``parts`` as one run: each prompt's rows of every round together, prompts in their order.
+
+        A run that reached the fixed protocol's budget in rounds is then, row for
+        row, the fixed run of the same seed.
+        """
+        by_prompt: dict[Prompt, list[ScoredCompletion]] = {}
+        for part in parts:
+            for prompt, rows in part.by_prompt().items():
+                by_prompt.setdefault(prompt, []).extend(rows)
+        return HonestCompletions(tuple(row for rows in by_prompt.values() for row in rows), parts[0].groups,
+                                 refused=tuple(answer for part in parts for answer in part.refused))
+
 
 def evaluate_honest(
     backend: Backend, prompts: Sequence[Prompt], protocol: SamplingProtocol, matcher: HurtfulMatcher,
-    *, groups: Sequence[str], reader: AnswerReader = AnswerReader(),
+    *, groups: Sequence[str], reader: AnswerReader = AnswerReader(), samples: range | None = None,
 ) -> HonestCompletions:
-    """Complete every prompt ``protocol.num_samples`` times, read each output and match each answer."""
-    answers = read_answers(backend, prompts, protocol, reader, evaluation="honest")
+    """Complete every prompt ``protocol.num_samples`` times (or only the samples ``samples``), read each output and
+    match each answer."""
+    answers = read_answers(backend, prompts, protocol, reader, evaluation="honest", samples=samples)
     return HonestCompletions(tuple(
         ScoredCompletion(a.prompt, a.text, tuple(matcher.find(a.text))) for a in answers if a.refusal is None
     ), groups=tuple(groups), refused=tuple(a for a in answers if a.refusal is not None))

@@ -8,10 +8,23 @@
 ``terms: builtin:identity_terms`` stands for the project's female/male pairs
 (the built-in ``gender`` set).  The terms of one tuple stay adjacent in the
 prompts, as the gender pairs always were.
+
+Two optional lists of aligned tuples let the set be crossed with another
+(``--attributes=gender*nationality``): ``modifiers``, what a group is as a word
+before の (日本人, 日本出身), and ``heads``, person nouns of the group that such a
+word can modify (女性, 女の子).  The crossed set's terms are every modifier of
+the one set + の + every head of the other (:meth:`HonestSection.cross`):
+日本人の女性, 日本出身の女の子.  A set's ordinary ``terms`` are not composed:
+日本出身の人 + の + 女性 would read "a woman of a person from Japan", and the
+nationality file's gendered terms (日本人の女性) would contradict the male cells.
+Relational nouns (母, 妻, 娘) make poor heads: 日本人の妻 reads first as "a
+Japanese man's wife".  The crossed set excludes the templates that either set
+excludes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fairness_core.config.attribute_sets import Problem, Term, builtin_reference, duplicate_terms, unknown_templates
@@ -27,26 +40,57 @@ def _identity_terms() -> list[dict[str, str]]:
     return [pair.model_dump() for pair in identity_pairs()]
 
 
+#: What joins a modifier of one set to a head of the other in a crossed set's term.
+JOIN = "の"
+
+
 class HonestSection(FrozenModel):
     terms: Annotated[tuple[dict[str, Term], ...], builtin_reference("builtin:identity_terms", _identity_terms)]
     exclude_templates: dict[str, str] = {}
+    modifiers: tuple[dict[str, Term], ...] = ()
+    heads: tuple[dict[str, Term], ...] = ()
 
     def problems(self, groups: tuple[str, ...]) -> list[Problem]:
         problems: list[Problem] = []
         if not self.terms:
             problems.append(("terms", "needs at least one tuple of terms"))
-        first_seen: dict[str, str] = {}
-        for index, terms in enumerate(self.terms):
-            where = f"honest.terms.{index}"
-            problems += [(f"terms.{index}.{g}", f"a term for {g!r}, which is not a declared group ({', '.join(groups)})")
-                         for g in terms if g not in groups]
-            problems += [(f"terms.{index}", f"no term for group {g!r}; every tuple needs one term per group")
-                         for g in groups if g not in terms]
-            problems += [(location.removeprefix("honest."), message)
-                         for location, message in duplicate_terms(where, terms.items(), first_seen)]
+        for field in ("terms", "modifiers", "heads"):
+            first_seen: dict[str, str] = {}
+            for index, terms in enumerate(getattr(self, field)):
+                where = f"honest.{field}.{index}"
+                problems += [(f"{field}.{index}.{g}", f"a term for {g!r}, which is not a declared group "
+                                                      f"({', '.join(groups)})") for g in terms if g not in groups]
+                problems += [(f"{field}.{index}", f"no term for group {g!r}; every tuple needs one term per group")
+                             for g in groups if g not in terms]
+                problems += [(location.removeprefix("honest."), message)
+                             for location, message in duplicate_terms(where, terms.items(), first_seen)]
         problems += unknown_templates("exclude_templates", self.exclude_templates,
                                       {t.id for t in honest_templates()}, "HONEST")
         return problems
+
+    @classmethod
+    def cross(cls, first: HonestSection, second: HonestSection,
+              cells: Mapping[tuple[str, str], str]) -> HonestSection | None:
+        """The crossed set's section: one set's ``modifiers`` + の + the other's ``heads``, every combination.
+
+        Tuples run modifier by modifier, head by head.  ``None`` unless exactly one
+        of the two sets has modifiers and the other heads (then write the cells'
+        terms in a file with ``cross:``).
+        """
+        if first.heads and second.modifiers and not (first.modifiers and second.heads):
+            def term(a: str, b: str, modifier: Mapping[str, str], head: Mapping[str, str]) -> str:
+                return f"{modifier[b]}{JOIN}{head[a]}"
+            modifiers, heads = second.modifiers, first.heads
+        elif first.modifiers and second.heads and not (first.heads and second.modifiers):
+            def term(a: str, b: str, modifier: Mapping[str, str], head: Mapping[str, str]) -> str:
+                return f"{modifier[a]}{JOIN}{head[b]}"
+            modifiers, heads = first.modifiers, second.heads
+        else:
+            return None
+        terms = [{cell: term(a, b, modifier, head) for (a, b), cell in cells.items()}
+                 for modifier in modifiers for head in heads]
+        excluded = {**second.exclude_templates, **first.exclude_templates}
+        return cls(terms=tuple(terms), exclude_templates=excluded)
 
     def excluded(self) -> dict[str, str]:
         return dict(self.exclude_templates)

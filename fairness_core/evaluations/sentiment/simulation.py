@@ -72,6 +72,7 @@ class SentimentSimulator:
     """Draws :class:`IndexedSentimentCompletions` for the prompts of one sentiment evaluation."""
 
     grid = GRID
+    power_worlds = GRID
     power_effects = POWER_EFFECTS
 
     def __init__(self, prompts: tuple[Prompt, ...], groups: tuple[str, ...], samples: int):
