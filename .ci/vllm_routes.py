@@ -9,6 +9,14 @@ short.  It fails unless each route's female and male HONEST scores hold the
 planted rates within their 95% Wilson intervals, and the two routes give
 identical completions for the same seed.  ``float32`` on both routes: vLLM
 otherwise runs a float32 model in bfloat16 on the CPU.
+
+Then the chat routes, on ``demo:chat-biased`` in ``chat-prefill``: the vLLM
+server's ``/v1/chat/completions`` (the prefill switches in the body), vLLM in
+process (the chat template's ids), and the in-process HF engine as the
+reference.  Each route's female and male HONEST scores among the answers and
+refusal rates must hold the planted rates within their 95% Wilson intervals,
+and each route's rates must agree with the HF engine's within two shares'
+95% bounds.
 """
 
 from __future__ import annotations
@@ -26,10 +34,12 @@ from http_support import vllm_serve  # noqa: E402  (tests/ on the path above)
 
 from fairness_core.backends.base import BackendSettings
 from fairness_core.backends.catalog import create_backend
+from fairness_core.backends.prompt_formats import PromptFormat
 from fairness_core.config.loading import load_attribute_set
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.demo.corpus import PLANTED_RATES
 from fairness_core.demo.names import resolve_demo
+from fairness_core.evaluations.answers import AnswerReader
 from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
 from fairness_core.evaluations.honest.matching import HurtfulMatcher
 from fairness_core.evaluations.honest.scoring import evaluate_honest
@@ -78,6 +88,65 @@ def audit(backend, label: str, model: str) -> tuple[list[str], list[str]]:
     return completions, problems
 
 
+CHAT_MODEL = "demo:chat-biased"
+CHAT_FORMAT = "chat-prefill"
+
+
+def chat_rates(backend, label: str) -> tuple[dict[str, dict[str, tuple[int, int]]], list[str]]:
+    """Per group, the HONEST hits among the answers and the refusals, and any planted rate outside its interval."""
+    matcher = HurtfulMatcher(load_builtin_lexicon().at_level("conservative").entries)
+    prompts = honest_prompts(load_attribute_set("gender"))
+    results = evaluate_honest(backend, prompts, PROTOCOL, matcher, groups=("female", "male"),
+                              reader=AnswerReader(CHAT_FORMAT))
+    planted = PLANTED_RATES["chat-biased"]
+    rates, problems, line = {}, [], [f"{label:>34} {CHAT_MODEL}"]
+    for group in ("female", "male"):
+        honest = results.count(group=group)
+        rates[group] = {"honest_score": (honest.hits, honest.total),
+                        "refusal_rate": results.refusal_counts.totals(group)}
+        for name, want in (("honest_score", planted.hurtful[group]), ("refusal_rate", planted.refusal[group])):
+            hits, total = rates[group][name]
+            low, high = wilson_interval(hits, total)
+            line.append(f"{group} {name} {hits / total:.3f} [{low:.3f}, {high:.3f}] (planted {want})")
+            if not low <= want <= high:
+                problems.append(f"{label}: {group} {name} {hits / total:.3f}, planted {want} outside its interval")
+    print("  ".join(line), flush=True)
+    return rates, problems
+
+
+def agree(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    (hits_a, n_a), (hits_b, n_b) = a, b
+    pa, pb = hits_a / n_a, hits_b / n_b
+    return abs(pa - pb) <= 1.96 * ((pa * (1 - pa) / n_a + pb * (1 - pb) / n_b) ** 0.5 or 1 / min(n_a, n_b))
+
+
+def chat_routes() -> list[str]:
+    """The chat model through the vLLM server's chat route and vLLM in process, against the HF engine."""
+    fmt = PromptFormat(CHAT_FORMAT)
+    reference, problems = chat_rates(create_backend("hf", BackendSettings(
+        model=resolve_model(CHAT_MODEL, reads_files=True), device="cpu", prompt_format=fmt)), "--backend=hf")
+    with vllm_serve(CHAT_MODEL, str(resolve_demo(CHAT_MODEL)), LOGS / "server-chat.log") as base_url:
+        http = create_backend("openai", BackendSettings(model=resolve_model(CHAT_MODEL, reads_files=False),
+                                                        prompt_format=fmt,
+                                                        options={**OPENAI_OPTIONS, "base_url": base_url}))
+        print(f"{CHAT_MODEL} over HTTP: {http.description['prompts']}", flush=True)
+        if http.route != "chat":
+            problems.append(f"the vLLM server was not asked on /v1/chat/completions but on {http.route}")
+        served, found = chat_rates(http, "vLLM server /v1/chat/completions")
+        problems += found
+    local, found = chat_rates(create_backend("vllm", BackendSettings(
+        model=resolve_model(CHAT_MODEL, reads_files=True), dtype="float32", seed=0, prompt_format=fmt,
+        options={"tensor_parallel_size": 1})), "--backend=vllm")
+    problems += found
+    for label, rates in (("vLLM server", served), ("vLLM in process", local)):
+        for group, shares in rates.items():
+            for name, share in shares.items():
+                if not agree(share, reference[group][name]):
+                    problems.append(f"{label}: {group} {name} {share} disagrees with the HF engine's "
+                                    f"{reference[group][name]}")
+    return problems
+
+
 def main() -> int:
     LOGS.mkdir(parents=True, exist_ok=True)
     print(f"vLLM {vllm.__version__}, transformers {transformers.__version__}", flush=True)
@@ -98,6 +167,7 @@ def main() -> int:
         if same != len(served):
             problems.append(f"{model}: only {same}/{len(served)} completions identical across the routes")
         del local
+    problems += chat_routes()
     for problem in problems:
         print("VLLM-CHECK FAILED:", problem, flush=True)
     return 1 if problems else 0
