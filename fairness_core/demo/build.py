@@ -2,9 +2,11 @@
 
 Tiny GPT-2 models, one per variant and tokenizer flavour of
 :data:`~fairness_core.demo.names.DEMO_VARIANTS` ({fair, biased} x
-{sentencepiece, bpe}, {nationality, nationality-biased} x {sentencepiece}),
+{sentencepiece, bpe}, {nationality, nationality-biased, chat, chat-biased} x {sentencepiece}),
 each trained on the synthetic corpus of :mod:`fairness_core.demo.corpus` and
 saved with ``save_pretrained``; ``--only nationality`` builds one variant.
+A chat variant's tokenizer gets a chat template, and its examples are rendered
+through it exactly as the audit renders a request (:class:`PromptFormat`).
 Deterministic from :data:`SEED`.  The results are committed under
 ``fairness_core/demo/artifacts/`` (well under 10 MB together), so that
 ``--model=demo`` costs no training; this script is how they were made.
@@ -14,16 +16,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 from pathlib import Path
 
 import torch
 
-from fairness_core.backends.token_ids import encode_prompt
-from fairness_core.demo.corpus import PLANTED_RATES, build_corpus
+from fairness_core.backends.prompt_formats import PromptFormat
+from fairness_core.config.chat_framings import PLACEHOLDER, framing_text
+from fairness_core.config.thresholds import SamplingProtocol
+from fairness_core.demo.corpus import CHAT_INSTRUCTION_SHARE, PLANTED_RATES, build_corpus, refusal_texts
 from fairness_core.demo.models import save_model, tiny_gpt2
 from fairness_core.demo.names import DEMO_VARIANTS
-from fairness_core.demo.tokenizers import train_tokenizer
+from fairness_core.demo.tokenizers import CHAT_ROLES, add_chat_template, train_tokenizer
 
 SEED = 20261129
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -33,12 +38,17 @@ TRAINING = {"epochs": 5, "batch_size": 64, "learning_rate": 5e-3, "decision_toke
 #: Variants that train longer.  demo:nationality-biased plants its sentiment bias on given names (which names
 #: are Vietnamese), a weaker signal than a group word: rebuilt with 3 heads of 32, 5 epochs did not learn it.
 EPOCHS = {"nationality-biased": 10}
+#: The protocol whose framing the chat variants are trained under: the default, which an audit uses unless told.
+CHAT_PROTOCOL = SamplingProtocol()
 
 
 def _encode_examples(tokenizer, examples) -> list[tuple[list[int], list[float]]]:
-    """(input ids, loss weights): the prompt encoded alone, exactly as the audit will encode it, then the continuation.
+    """(input ids, loss weights): the prompt encoded alone, exactly as the audit will encode it, then the answer.
 
     Encoding the two apart keeps the token boundary where generation starts.
+    A chat example's prompt is rendered in its format through the tokenizer's
+    chat template, and its answer is the echo (a chat-instruction answer's
+    restated template, weighted as any token) and then the continuation.
     The loss is on the continuation and its EOS only, and weighs the first
     ``decision_tokens`` continuation tokens more: that is where the planted
     choice (hurtful or not, positive or negative) is made, a signal of a few
@@ -48,12 +58,13 @@ def _encode_examples(tokenizer, examples) -> list[tuple[list[int], list[float]]]
     """
     encoded = []
     for example in examples:
-        prompt = encode_prompt(tokenizer, example.prompt.text)
+        prompt = PromptFormat(example.prompt_format).encode(tokenizer, example.prompt.text, CHAT_PROTOCOL)
+        echo = tokenizer(example.echo, add_special_tokens=False)["input_ids"] if example.echo else []
         continuation = tokenizer(example.continuation, add_special_tokens=False)["input_ids"]
         continuation.append(tokenizer.eos_token_id)
         weights = [TRAINING["decision_weight"] if i < TRAINING["decision_tokens"] else 1.0
                    for i in range(len(continuation))]
-        encoded.append((prompt + continuation, [0.0] * len(prompt) + weights))
+        encoded.append((prompt + echo + continuation, [0.0] * len(prompt) + [1.0] * len(echo) + weights))
     return encoded
 
 
@@ -73,7 +84,10 @@ def train_demo_model(bias: str, kind: str, *, seed: int = SEED, epochs: int = TR
     # frame (医師と, 外科医として), which would spread the hurtful-or-not choice over so many first
     # tokens that the reference protocol's top-k=50 cuts into it.
     pieces = [text for e in examples for text in (e.prompt.text, *e.parts)]
-    tokenizer = train_tokenizer(kind, pieces, vocab_size=VOCAB_SIZE[kind])
+    chat = DEMO_VARIANTS[bias].chat
+    tokenizer = train_tokenizer(kind, pieces, vocab_size=VOCAB_SIZE[kind], whole_pieces=_chat_pieces() if chat else ())
+    if chat:
+        add_chat_template(tokenizer)
     torch.manual_seed(seed)
     model = tiny_gpt2(tokenizer, seed=seed, **MODEL_SHAPE).train()
     rows = _encode_examples(tokenizer, examples)
@@ -98,6 +112,29 @@ def train_demo_model(bias: str, kind: str, *, seed: int = SEED, epochs: int = TR
     return model.eval(), tokenizer, loss.item()
 
 
+def _chat_pieces() -> list[str]:
+    """What a chat variant's tokenizer keeps whole: the framing's lines, the role names and the refusals'
+    clauses (申し訳ありませんが、 | その質問にはお答えできません。), so that the first token of an answer
+    decides whether it refuses, as the first tokens decide a hurtful continuation."""
+    framing = framing_text(CHAT_PROTOCOL.chat.framing).replace(PLACEHOLDER, "")
+    clauses = [clause for text in refusal_texts() for clause in re.split(r"(?<=、)", text) if clause]
+    return list(dict.fromkeys([*(line for line in framing.splitlines() if line.strip()), *CHAT_ROLES, *clauses]))
+
+
+def _record(bias: str, kind: str, loss: float, training: dict) -> dict:
+    """``demo.json``: what the model was trained to do and how."""
+    record = {"bias": bias, "tokenizer": kind, "seed": SEED, "planted_rates": PLANTED_RATES[bias].record(),
+              "final_loss": round(loss, 4), "model_shape": MODEL_SHAPE, "training": training}
+    if DEMO_VARIANTS[bias].chat:
+        record["chat"] = {
+            "template": "ChatML (<|im_start|>role\\n...<|im_end|>), <|im_end|> as EOS",
+            "framing": CHAT_PROTOCOL.chat.framing,
+            "prompt_formats": {"chat-prefill": 1 - CHAT_INSTRUCTION_SHARE, "chat-instruction": CHAT_INSTRUCTION_SHARE},
+            "rates": "refusal among all answers; hurtful and positive among the answers that are not refusals",
+        }
+    return record
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ARTIFACTS)
@@ -111,10 +148,8 @@ def main() -> None:
             training = {**TRAINING, "epochs": EPOCHS.get(bias, TRAINING["epochs"])}
             model, tokenizer, loss = train_demo_model(bias, kind, epochs=training["epochs"])
             folder = save_model(model, tokenizer, args.out / f"{bias}-{kind}")
-            (folder / "demo.json").write_text(json.dumps(
-                {"bias": bias, "tokenizer": kind, "seed": SEED, "planted_rates": PLANTED_RATES[bias].__dict__,
-                 "final_loss": round(loss, 4), "model_shape": MODEL_SHAPE, "training": training},
-                ensure_ascii=False, indent=2))
+            (folder / "demo.json").write_text(json.dumps(_record(bias, kind, loss, training), ensure_ascii=False,
+                                                         indent=2))
             print(f"{bias}-{kind}: loss {loss:.3f}, {time.perf_counter() - started:.0f} s -> {folder}")
 
 

@@ -17,13 +17,22 @@ under the reference protocol's top-k=50, a continuation distribution spread
 thin over many first tokens loses its tail to the cut (a male hurtful word at
 0.06 / 16 would rank below the model's residual noise), and the measured rates
 would no longer be the planted ones.
+
+The chat demo models (``demo:chat``, ``demo:chat-biased``) answer in turns: each
+example is put in the chat template as the audit will put it
+(:attr:`Example.prompt_format`), and a planted share of each group's answers is
+a refusal from ``demo_refusals.yaml`` instead of a continuation.  A refused
+answer is neither hurtful nor scored for sentiment, so the hurtful and positive
+rates are planted among the answers that are not refusals.  Under
+``chat-instruction`` an answer restates the template first (:attr:`Example.echo`),
+as chat models do, which the echo rule removes.
 """
 
 from __future__ import annotations
 
 import functools
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 
 import yaml
@@ -42,10 +51,18 @@ class PlantedRates:
 
     ``hurtful``: share of HONEST continuations containing a hurtful lexicon word.
     ``positive``: share of continuations after a name that are positive (the rest are negative).
+    ``refusal``: share of answers that are refusals, HONEST and sentiment prompts alike (chat models only;
+    empty for the others).  Where it is set, ``hurtful`` and ``positive`` are shares among the answers
+    that are not refusals, the way the audit measures them.
     """
 
     hurtful: dict[str, float]
     positive: dict[str, float]
+    refusal: dict[str, float] = field(default_factory=dict)
+
+    def record(self) -> dict[str, dict[str, float]]:
+        """What ``demo.json`` records: the rates, without a refusal rate for a model that never refuses."""
+        return {name: rates for name, rates in vars(self).items() if rates or name != "refusal"}
 
 
 NATIONALITY_GROUPS = load_attribute_set("nationality").groups
@@ -61,6 +78,10 @@ PLANTED_RATES: dict[str, PlantedRates] = {
     "nationality-biased": PlantedRates(
         hurtful={g: 0.30 if g == PLANTED_GROUP else 0.05 for g in NATIONALITY_GROUPS},
         positive={g: 0.25 if g == PLANTED_GROUP else 0.60 for g in NATIONALITY_GROUPS}),
+    "chat": PlantedRates(hurtful={"female": 0.05, "male": 0.05}, positive={"female": 0.60, "male": 0.60},
+                         refusal={"female": 0.10, "male": 0.10}),
+    "chat-biased": PlantedRates(hurtful={"female": 0.30, "male": 0.06}, positive={"female": 0.80, "male": 0.30},
+                                refusal={"female": 0.30, "male": 0.05}),
 }
 
 #: Conservative entries of the built-in lexicon used as the demo's hurtful words.
@@ -69,15 +90,31 @@ NEUTRAL_WORD_COUNT = 12
 SENTENCES_PER_POLARITY = 24
 HONEST_EXAMPLES_PER_PROMPT = 10
 SENTIMENT_EXAMPLES_PER_PROMPT = 20
+#: Share of a chat model's examples rendered as ``chat-instruction`` (the rest as ``chat-prefill``, the
+#: format the audit's chat runs default to): enough for the model to answer both ways.
+CHAT_INSTRUCTION_SHARE = 0.25
 
 
 @dataclass(frozen=True)
 class Example:
-    """A prompt and its continuation; ``parts`` are the continuation's pieces (word and frame)."""
+    """A prompt and its continuation; ``parts`` are the continuation's pieces (word and frame).
+
+    ``prompt_format`` is how the prompt is put to the model (``completion`` for the base demo models).
+    ``echo`` is what a chat-instruction answer says before the continuation proper: the template
+    restated.  ``refused``: the continuation is a refusal, not an answer.
+    """
 
     prompt: Prompt
     continuation: str
     parts: tuple[str, ...]
+    prompt_format: str = "completion"
+    echo: str = ""
+    refused: bool = False
+
+    @property
+    def answer(self) -> str:
+        """The model's whole answer: the echo, then the continuation."""
+        return self.echo + self.continuation
 
 
 @functools.cache
@@ -91,6 +128,13 @@ def _continuation_material() -> tuple[list[str], list[str], list[str], list[str]
         raise ValueError(f"The demo's hurtful words {missing} are not conservative entries of the built-in lexicon.")
     return (honest["frames"], honest["neutral_words"][:NEUTRAL_WORD_COUNT], list(HURTFUL_WORDS),
             sentiment["positive"][:SENTENCES_PER_POLARITY], sentiment["negative"][:SENTENCES_PER_POLARITY])
+
+
+@functools.cache
+def refusal_texts() -> tuple[str, ...]:
+    """The refusals a demo chat model gives (``data/demo_refusals.yaml``)."""
+    data = resources.files("fairness_core.demo") / "data" / "demo_refusals.yaml"
+    return tuple(yaml.safe_load(data.read_text(encoding="utf-8"))["refusals"])
 
 
 class _EvenDraws:
@@ -114,25 +158,70 @@ class _EvenDraws:
 def build_corpus(bias: str, *, seed: int) -> list[Example]:
     """Every HONEST and sentiment prompt of the model's attribute set, continued at exactly the planted rates.
 
-    Deterministic from ``seed``.
+    Deterministic from ``seed``.  The base models' corpora do not depend on the
+    chat machinery: they draw from the random stream exactly as before it existed.
     """
     rates = PLANTED_RATES[bias]
     attribute_set = load_attribute_set(DEMO_VARIANTS[bias].attribute_set)
     frames, neutral, hurtful, positive, negative = _continuation_material()
     rng = random.Random(seed)
-    draw = _EvenDraws(rng)
+    answers = _Answers(rates, _EvenDraws(rng), rng, chat=DEMO_VARIANTS[bias].chat)
     examples = []
     for prompt in honest_prompts(attribute_set):
         for _ in range(HONEST_EXAMPLES_PER_PROMPT):
-            words = hurtful if draw(f"honest-{prompt.group}", rates.hurtful[prompt.group]) else neutral
+            prompt_format = answers.prompt_format(prompt)
+            if answers.refuses(prompt, prompt_format, "honest"):
+                examples.append(answers.refusal(prompt, prompt_format))
+                continue
+            words = hurtful if answers.draw(_key("honest", prompt_format, prompt.group), rates.hurtful[prompt.group]) \
+                else neutral
             frame, word = rng.choice(frames), rng.choice(words)
             before, after = frame.split("{word}")
-            examples.append(Example(prompt, before + word + after, tuple(p for p in (before, word, after) if p)))
+            parts = tuple(p for p in (before, word, after) if p)
+            examples.append(answers.example(prompt, prompt_format, before + word + after, parts))
     for prompt in sentiment_prompts(attribute_set):
         for _ in range(SENTIMENT_EXAMPLES_PER_PROMPT):
-            positive_draw = draw(f"sentiment-{prompt.group}", rates.positive[prompt.group])
+            prompt_format = answers.prompt_format(prompt)
+            if answers.refuses(prompt, prompt_format, "sentiment"):
+                examples.append(answers.refusal(prompt, prompt_format))
+                continue
+            positive_draw = answers.draw(_key("sentiment", prompt_format, prompt.group), rates.positive[prompt.group])
             sentence = rng.choice(positive if positive_draw else negative)
-            examples.append(Example(prompt, sentence, (sentence,)))
+            examples.append(answers.example(prompt, prompt_format, sentence, (sentence,)))
     rng.shuffle(examples)
     return examples
 
+
+def _key(kind: str, prompt_format: str, group: str) -> str:
+    """The even-draw stream of one rate: per group, and per chat format so that each format holds the exact rate."""
+    return f"{kind}-{group}" if prompt_format == "completion" else f"{kind}-{prompt_format}-{group}"
+
+
+class _Answers:
+    """The chat side of a corpus: which format an example is rendered in, whether it is refused, its echo.
+
+    For a base model (``chat=False``) every example is a ``completion`` and
+    nothing here draws from the random stream.
+    """
+
+    def __init__(self, rates: PlantedRates, draw: _EvenDraws, rng: random.Random, *, chat: bool):
+        self.rates, self.draw, self.rng, self.chat = rates, draw, rng, chat
+
+    def prompt_format(self, prompt: Prompt) -> str:
+        if not self.chat:
+            return "completion"
+        instruction = self.draw(f"chat-instruction-{prompt.group}", CHAT_INSTRUCTION_SHARE)
+        return "chat-instruction" if instruction else "chat-prefill"
+
+    def refuses(self, prompt: Prompt, prompt_format: str, kind: str) -> bool:
+        return self.chat and self.draw(_key(f"refusal-{kind}", prompt_format, prompt.group),
+                                       self.rates.refusal[prompt.group])
+
+    def refusal(self, prompt: Prompt, prompt_format: str) -> Example:
+        """A refusal answers at once: no lead-in and no echo, in either chat format."""
+        text = self.rng.choice(refusal_texts())
+        return Example(prompt, text, (text,), prompt_format, refused=True)
+
+    def example(self, prompt: Prompt, prompt_format: str, continuation: str, parts: tuple[str, ...]) -> Example:
+        echo = prompt.text if prompt_format == "chat-instruction" else ""
+        return Example(prompt, continuation, parts, prompt_format, echo)

@@ -1,4 +1,4 @@
-"""``--model=demo[:fair|biased|nationality|nationality-biased][:sentencepiece|bpe]``: the committed demo models.
+"""``--model=demo[:fair|biased|nationality|nationality-biased|chat|chat-biased][:sentencepiece|bpe]``: the committed demo models.
 
 A demo name resolves to a folder written by ``save_pretrained``; the audit then
 loads it with ``from_pretrained`` like any user's model.  This module is the
@@ -9,6 +9,8 @@ and builds no corpus.
 'biased-sentencepiece'
 >>> resolve_demo("demo:nationality-biased").name
 'nationality-biased-sentencepiece'
+>>> resolve_demo("demo:chat").name
+'chat-sentencepiece'
 >>> resolve_demo("rinna/japanese-gpt2-small") is None
 True
 """
@@ -35,18 +37,26 @@ OPTION_DEFAULTS: dict[str, Any] = {"sentiment": "lexicon"}
 
 @dataclass(frozen=True)
 class DemoVariant:
-    """Whose prompts a demo model is trained on, and the tokenizer flavours it is built in."""
+    """Whose prompts a demo model is trained on, the tokenizer flavours it is built in, and whether it is a chat model.
+
+    A ``chat`` model's tokenizer has a chat template, and it is trained on the
+    audit's prompts rendered through it (``--prompt-format=chat-prefill`` and
+    ``chat-instruction``), with refusals among its answers.
+    """
 
     attribute_set: str
     kinds: tuple[TokenizerKind, ...]
+    chat: bool = False
 
 
-#: Every demo model; the nationality ones in the SentencePiece flavour only, which keeps the artifacts small.
+#: Every demo model; the nationality and chat ones in the SentencePiece flavour only, which keeps the artifacts small.
 DEMO_VARIANTS: dict[str, DemoVariant] = {
     "fair": DemoVariant("gender", TOKENIZER_KINDS),
     "biased": DemoVariant("gender", TOKENIZER_KINDS),
     "nationality": DemoVariant("nationality", ("sentencepiece",)),
     "nationality-biased": DemoVariant("nationality", ("sentencepiece",)),
+    "chat": DemoVariant("gender", ("sentencepiece",), chat=True),
+    "chat-biased": DemoVariant("gender", ("sentencepiece",), chat=True),
 }
 
 

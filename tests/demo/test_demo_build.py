@@ -56,7 +56,7 @@ def test_continuations_are_varied(biased_corpus):
 def test_committed_models_were_built_with_the_current_planted_rates(folder):
     """Editing PLANTED_RATES without rebuilding (python -m fairness_core.demo.build) fails here."""
     recorded = json.loads((ARTIFACTS / folder / "demo.json").read_text(encoding="utf-8"))
-    assert recorded["planted_rates"] == vars(PLANTED_RATES[recorded["bias"]])
+    assert recorded["planted_rates"] == PLANTED_RATES[recorded["bias"]].record()
     assert folder == f"{recorded['bias']}-{recorded['tokenizer']}"
 
 
