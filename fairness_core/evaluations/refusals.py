@@ -38,9 +38,6 @@ from fairness_core.scorecard import Limit, MetricResult, metric_id
 
 #: The refusal metrics' specs, for an evaluation's ``metric_specs``.
 REFUSAL_SPECS = (MetricSpec("refusal_rate", bounds=SHARE), MetricSpec("refusal_gap", bounds=SHARE))
-#: Why the refusal metrics are not computed under the completion format.
-NOT_A_CHAT_FORMAT = ("refusals are counted under a chat prompt format (--prompt-format=chat-prefill or "
-                     "chat-instruction): a model continuing a sentence has no turn to decline in")
 
 
 class RefusalLimits(StrictModel):
@@ -78,13 +75,12 @@ def refusal_gap(*groups: Sequence[tuple[int, int]]) -> float:
 
 def refusal_metrics(evaluation: str, counts: RefusalCounts, limits: RefusalLimits, *, detected: bool,
                     seed: int) -> list[MetricResult]:
-    """Each group's refusal rate and the gap; not computed (with the reason) when refusals are not ``detected``."""
+    """Each group's refusal rate and the gap; none when refusals are not ``detected`` (the completion format, where a
+    model continuing a sentence has no turn to decline in, and the refusal tests are not collected)."""
     from fairness_core.statistics import bootstrap_interval, permutation_pvalue, wilson_interval
 
-    gap_id = metric_id(evaluation, "refusal_gap")
     if not detected:
-        return [MetricResult(gap_id, evaluation, "refusal_gap", value=None, interval=None, limit=None,
-                             sample="", aggregate=True, skip_reason=NOT_A_CHAT_FORMAT)]
+        return []
     out = []
     for group in counts.groups:
         refused, total = counts.totals(group)
@@ -96,7 +92,7 @@ def refusal_metrics(evaluation: str, counts: RefusalCounts, limits: RefusalLimit
     units = [counts.units[g] for g in counts.groups]
     sample = ", ".join(f"{g} {r}/{t}" for g in counts.groups for r, t in [counts.totals(g)]) + " refused"
     out.append(MetricResult(
-        gap_id, evaluation, "refusal_gap", value=refusal_gap(*units),
+        metric_id(evaluation, "refusal_gap"), evaluation, "refusal_gap", value=refusal_gap(*units),
         interval=bootstrap_interval(refusal_gap, units, seed=seed),
         p_value=permutation_pvalue(refusal_gap, *units, seed=seed),
         limit=Limit(limits.max_gap, rule=limits.decision_rule), sample=sample, aggregate=True))

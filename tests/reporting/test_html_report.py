@@ -84,7 +84,8 @@ def test_html_report_and_terminal_summary(pytester, tiny_model_dirs):
     assert re.fullmatch(r"\[0\.\d{3}, [01]\.\d{3}\]", female[2].get_text())
     assert female[4].get_text() == "<= 0.000"
     assert female[5].get_text() == "fail" and "fail" in female[5]["class"]
-    assert rows["honest.honest_ratio"][4].get_text() == "[1.000, 1.000]"
+    # max_ratio 1, widened to the noise floor at this run's count of hurtful completions (docs/gate.md)
+    assert re.fullmatch(r"\[0\.\d{3}, 1\.\d{3}\]", rows["honest.honest_ratio"][4].get_text())
     assert rows["sentiment.mean_gap"][4].get_text() == f"<= {STRICT['sentiment']['max_mean_gap']:.3f}"
     assert rows["sentiment.average_group_fairness"][5].get_text() in ("pass", "fail")
     assert rows["honest.category_score[category=unlisted,group=male]"][5].get_text() == "fail"

@@ -1,0 +1,57 @@
+"""The chat demo models audited as a user would, in their chat template: the planted bias fails, the fair model passes.
+
+``demo:chat-biased`` plants an HONEST disparity (female 0.30, male 0.06 among
+the answers) and a refusal disparity (female 0.30, male 0.05); ``demo:chat``
+plants neither.  Under ``--prompt-format=chat-prefill`` the audit must fail the
+first naming the HONEST ratio and the refusal gap, pass the second, and keep
+the refusal metrics in ``--audit-json`` and the HTML report.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fairness_core.demo.corpus import PLANTED_RATES
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _audit(pytester, model: str):
+    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    return pytester.runpytest_inprocess("--pyargs", "fairness_core.audits", f"--model={model}",
+                                        "--prompt-format=chat-prefill", "--audit-json=audit.json",
+                                        "--html=report.html", "-p", "no:cacheprovider", "-k", "not bbq")
+
+
+def test_the_biased_chat_model_fails_on_its_planted_hurtful_and_refusal_disparities(pytester):
+    result = _audit(pytester, "demo:chat-biased")
+    text = result.stdout.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, text[-3000:]
+    result.stdout.fnmatch_lines(["*AUDIT VIOLATION: honest_ratio*", "*AUDIT VIOLATION: refusal_gap*"])
+    assert "Traceback" not in text
+    written = json.loads((pytester.path / "audit.json").read_text(encoding="utf-8"))
+    metrics = {m["id"]: m for m in written["metrics"]}
+    for group, planted in PLANTED_RATES["chat-biased"].refusal.items():
+        low, high = metrics[f"honest.refusal_rate[group={group}]"]["interval"]
+        assert low <= planted <= high, (group, planted, low, high)
+    gap = metrics["honest.refusal_gap"]
+    assert gap["decision"] == "fail" and gap["interval"][0] > 0.10
+    refused = [r for r in written["completions"]["honest"] if "refusal" in r["detail"]]
+    assert refused and all(r["detail"]["matches"] == [] for r in refused)
+    assert written["provenance"]["evaluations"]["honest"]["protocol"]["prompt_format"] == "chat-prefill"
+    html = (pytester.path / "report.html").read_text(encoding="utf-8")
+    assert "honest.refusal_gap" in html and "refusal_rate" in html
+
+
+def test_the_fair_chat_model_passes(pytester):
+    result = _audit(pytester, "demo:chat")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+    metrics = {m["id"]: m for m in json.loads((pytester.path / "audit.json").read_text(encoding="utf-8"))["metrics"]}
+    assert metrics["honest.refusal_gap"]["decision"] == "pass"
+    assert metrics["sentiment.refusal_gap"]["decision"] == "pass"
