@@ -34,10 +34,10 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from filelock import FileLock
 
@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 #: Part of every cache key; 2: entries carry a checksum of their completions.
 CACHE_FORMAT = 2
 CACHE_DIR_VARIABLE = "JA_FAIRNESS_AUDIT_CACHE"
+#: What an entry holds: completions or scores.
+T = TypeVar("T")
 
 
 def default_cache_dir() -> Path:
@@ -198,7 +200,7 @@ class CachedBackend:
             return score_continuations(self.inner, requests)  # raises: the wrapped backend cannot score
         path = self.score_entry_path(requests)
         with _entry_lock(path):
-            cached = self._read_scores(path, len(requests))
+            cached = self._read(path, len(requests), parse_scores_entry)
             if cached is not None:
                 self.hits += 1
                 return cached
@@ -213,20 +215,6 @@ class CachedBackend:
     def score_entry_path(self, requests: Sequence[ScoreRequest]) -> Path:
         key = score_cache_key(self.fingerprint, requests)
         return self.cache_dir / key[:2] / f"{key}.json"
-
-    def _read_scores(self, path: Path, expected: int) -> list[float] | None:
-        try:
-            text = path.read_bytes().decode("utf-8")
-        except FileNotFoundError:
-            return None
-        except (OSError, UnicodeDecodeError) as err:
-            self.rejected.append(f"{path}: unreadable ({err})")
-            return None
-        try:
-            return parse_scores_entry(text, expected)
-        except CacheEntryError as err:
-            self.rejected.append(f"{path}: {err}")
-            return None
 
     @property
     def usage(self) -> dict:
@@ -246,8 +234,9 @@ class CachedBackend:
             lines += [f"  {line}" for line in self.not_stored]
         return lines + list(getattr(self.inner, "summary_lines", list)())
 
-    def _read(self, path: Path, expected: int) -> list[Completion] | None:
-        """The entry's completions, or ``None`` when absent or untrustworthy (then it is regenerated)."""
+    def _read(self, path: Path, expected: int, parse: Callable[[str, int], T] = parse_entry) -> T | None:  # type: ignore[assignment]
+        """The entry's completions (or scores, with ``parse``), or ``None`` when absent or untrustworthy (then it is
+        made again)."""
         try:
             text = path.read_bytes().decode("utf-8")
         except FileNotFoundError:
@@ -256,7 +245,7 @@ class CachedBackend:
             self.rejected.append(f"{path}: unreadable ({err})")
             return None
         try:
-            return parse_entry(text, expected)
+            return parse(text, expected)
         except CacheEntryError as err:
             self.rejected.append(f"{path}: {err}")
             return None
