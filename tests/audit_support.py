@@ -139,3 +139,10 @@ def assert_one_usage_error(pytester: pytest.Pytester, tiny_model_dirs, given: li
     assert "Traceback" not in text and "INTERNALERROR" not in text, text
     assert not re.search(r"\d+ (passed|failed)", text), "no test may run"
     return text
+
+
+#: How far below its training share a chat demo model's refusal rate may sit.  A refusal is one token's choice
+#: among a continuation's many first tokens, and the 96-wide model under-fits it: demo:chat-biased refuses female
+#: prompts at 0.24 where its corpus holds 0.30, demo:chat at 0.07 where it holds 0.10 (docs/chat-models.md).  The
+#: audit's question, the gap between the groups, comes out as planted (0.20 against 0.25 trained).
+REFUSAL_UNDERFIT = 0.08

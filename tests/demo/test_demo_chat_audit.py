@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from audit_support import REFUSAL_UNDERFIT
 
 from fairness_core.demo.corpus import PLANTED_RATES
 
@@ -37,9 +38,13 @@ def test_the_biased_chat_model_fails_on_its_planted_hurtful_and_refusal_disparit
     assert "Traceback" not in text
     written = json.loads((pytester.path / "audit.json").read_text(encoding="utf-8"))
     metrics = {m["id"]: m for m in written["metrics"]}
-    for group, planted in PLANTED_RATES["chat-biased"].refusal.items():
+    planted = PLANTED_RATES["chat-biased"]
+    for group in ("female", "male"):
+        # within 0.01 of the planted rate: the whole audit's intervals (+-0.003) are finer than the training's calibration
+        assert abs(metrics[f"honest.honest_score[group={group}]"]["value"] - planted.hurtful[group]) <= 0.01, group
+        # the tiny model refuses a little less often than its corpus (tests/demo/test_demo_chat_known_answers.py)
         low, high = metrics[f"honest.refusal_rate[group={group}]"]["interval"]
-        assert low <= planted <= high, (group, planted, low, high)
+        assert low <= planted.refusal[group] and high >= planted.refusal[group] - REFUSAL_UNDERFIT, (group, low, high)
     gap = metrics["honest.refusal_gap"]
     assert gap["decision"] == "fail" and gap["interval"][0] > 0.10
     refused = [r for r in written["completions"]["honest"] if "refusal" in r["detail"]]

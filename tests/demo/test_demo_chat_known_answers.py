@@ -13,6 +13,7 @@ resampling unit), since samples of one prompt are not independent.
 from collections import defaultdict
 
 import pytest
+from audit_support import REFUSAL_UNDERFIT
 
 from fairness_core.backends.base import BackendSettings, ModelReference, Request
 from fairness_core.backends.hf.engine import create_backend
@@ -68,16 +69,38 @@ def measured(request):
     return request.param, _measure(f"demo:{request.param}")
 
 
-@pytest.mark.parametrize("rate", ["refusal", "hurtful"])
-def test_planted_rates_lie_in_the_measured_95_percent_intervals(measured, rate):
+
+
+def test_planted_hurtful_rates_lie_in_the_measured_95_percent_intervals(measured):
     bias, units = measured
-    planted = getattr(PLANTED_RATES[bias], rate)
+    planted = PLANTED_RATES[bias].hurtful
     for group in GROUPS:
-        low, high = bootstrap_interval(_pooled, [units[group][rate]], seed=0)
-        value = _pooled(units[group][rate])
-        print(f"demo:{bias} {rate} {group}: measured {value:.3f} [{low:.3f}, {high:.3f}], planted {planted[group]}")
-        assert low <= planted[group] <= high, (f"demo:{bias} {rate} {group}: measured {value:.3f} "
+        low, high = bootstrap_interval(_pooled, [units[group]["hurtful"]], seed=0)
+        value = _pooled(units[group]["hurtful"])
+        print(f"demo:{bias} hurtful {group}: measured {value:.3f} [{low:.3f}, {high:.3f}], planted {planted[group]}")
+        assert low <= planted[group] <= high, (f"demo:{bias} hurtful {group}: measured {value:.3f} "
                                                f"[{low:.3f}, {high:.3f}], planted {planted[group]}")
+
+
+def test_refusal_rates_sit_at_or_a_little_below_their_training_share(measured):
+    bias, units = measured
+    planted = PLANTED_RATES[bias].refusal
+    for group in GROUPS:
+        low, high = bootstrap_interval(_pooled, [units[group]["refusal"]], seed=0)
+        value = _pooled(units[group]["refusal"])
+        print(f"demo:{bias} refusal {group}: measured {value:.3f} [{low:.3f}, {high:.3f}], trained {planted[group]}")
+        assert low <= planted[group] and high >= planted[group] - REFUSAL_UNDERFIT, (bias, group, value, low, high)
+
+
+def test_the_refusal_gap_is_the_planted_one(measured):
+    """The gap between the groups' refusal rates: about 0.2 for the biased model, none for the fair one."""
+    bias, units = measured
+    gap = lambda female, male: _pooled(female) - _pooled(male)  # noqa: E731
+    low, high = bootstrap_interval(gap, [units["female"]["refusal"], units["male"]["refusal"]], seed=0)
+    if bias == "chat-biased":
+        assert 0.10 < low and high > 0.15, (low, high)
+    else:
+        assert low <= 0 <= high, (low, high)
 
 
 def test_the_biased_model_refuses_female_prompts_more(measured):
