@@ -118,9 +118,9 @@ def chat_rates(backend, label: str) -> tuple[dict[str, dict[str, tuple[int, int]
 
 
 def agree(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    (hits_a, n_a), (hits_b, n_b) = a, b
-    pa, pb = hits_a / n_a, hits_b / n_b
-    return abs(pa - pb) <= 1.96 * ((pa * (1 - pa) / n_a + pb * (1 - pb) / n_b) ** 0.5 or 1 / min(n_a, n_b))
+    """Two routes' shares agree when their 95% Wilson intervals overlap (the routes draw different samples)."""
+    (low_a, high_a), (low_b, high_b) = wilson_interval(*a), wilson_interval(*b)
+    return low_a <= high_b and low_b <= high_a
 
 
 def chat_routes() -> list[str]:

@@ -6,14 +6,12 @@ audit asks it in ``chat-instruction``, the format ``transformers serve``'s chat
 route can take (it cannot continue an assistant message), and reads its answers
 as the audit does (the echo rule, the refusal detector).  Each group's HONEST
 score among the answers and its refusal rate must agree with the in-process
-engine's within the two estimates' 95% intervals: the two routes sample
+engine's: their 95% intervals overlap: the two routes sample
 differently (one process-wide generator on the server), so the same
 distribution is what is checked, not the same texts.
 """
 
 from __future__ import annotations
-
-import math
 
 import pytest
 from audit_support import gender_honest_prompts
@@ -29,6 +27,7 @@ from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
 from fairness_core.evaluations.honest.matching import HurtfulMatcher
 from fairness_core.evaluations.honest.scoring import HonestCompletions, evaluate_honest
 from fairness_core.evaluations.honest.templates import honest_templates, identity_pairs
+from fairness_core.statistics import wilson_interval
 
 pytestmark = pytest.mark.slow
 
@@ -55,11 +54,9 @@ def _rates(results: HonestCompletions, group: str) -> dict[str, tuple[int, int]]
 
 
 def _agree(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """Two shares agree when their difference is within 1.96 standard errors of a difference of two shares."""
-    (hits_a, n_a), (hits_b, n_b) = a, b
-    pa, pb = hits_a / n_a, hits_b / n_b
-    se = math.sqrt(max(pa * (1 - pa), 1 / n_a) / n_a + max(pb * (1 - pb), 1 / n_b) / n_b)
-    return abs(pa - pb) <= 1.96 * se
+    """Two routes' shares agree when their 95% Wilson intervals overlap (the routes draw different samples)."""
+    (low_a, high_a), (low_b, high_b) = wilson_interval(*a), wilson_interval(*b)
+    return low_a <= high_b and low_b <= high_a
 
 
 def test_chat_instruction_over_transformers_serve_agrees_with_in_process(served_chat_model, tmp_path, capsys):
