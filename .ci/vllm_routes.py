@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import transformers
 import vllm
-from audit_support import REFUSAL_UNDERFIT  # noqa: E402  (tests/ on the path above)
+from audit_support import REFUSAL_UNDERFIT, shares_agree  # noqa: E402  (tests/ on the path above)
 from http_support import vllm_serve  # noqa: E402
 
 from fairness_core.backends.base import BackendSettings
@@ -117,12 +117,6 @@ def chat_rates(backend, label: str) -> tuple[dict[str, dict[str, tuple[int, int]
     return rates, problems
 
 
-def agree(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """Two routes' shares agree when their 95% Wilson intervals overlap (the routes draw different samples)."""
-    (low_a, high_a), (low_b, high_b) = wilson_interval(*a), wilson_interval(*b)
-    return low_a <= high_b and low_b <= high_a
-
-
 def chat_routes() -> list[str]:
     """The chat model through the vLLM server's chat route and vLLM in process, against the HF engine."""
     fmt = PromptFormat(CHAT_FORMAT)
@@ -144,7 +138,7 @@ def chat_routes() -> list[str]:
     for label, rates in (("vLLM server", served), ("vLLM in process", local)):
         for group, shares in rates.items():
             for name, share in shares.items():
-                if not agree(share, reference[group][name]):
+                if not shares_agree(share, reference[group][name]):
                     problems.append(f"{label}: {group} {name} {share} disagrees with the HF engine's "
                                     f"{reference[group][name]}")
     return problems

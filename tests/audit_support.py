@@ -141,6 +141,15 @@ def assert_one_usage_error(pytester: pytest.Pytester, tiny_model_dirs, given: li
     return text
 
 
+def shares_agree(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Two routes' shares (hits, total) agree when their 95% Wilson intervals overlap (the routes draw different
+    samples)."""
+    from fairness_core.statistics import wilson_interval
+
+    (low_a, high_a), (low_b, high_b) = wilson_interval(*a), wilson_interval(*b)
+    return low_a <= high_b and low_b <= high_a
+
+
 #: How far below its training share a chat demo model's refusal rate may sit.  A refusal is one token's choice
 #: among a continuation's many first tokens, and the 96-wide model under-fits it: demo:chat-biased refuses female
 #: prompts at 0.24 where its corpus holds 0.30, demo:chat at 0.07 where it holds 0.10 (docs/chat-models.md).  The

@@ -27,7 +27,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fairness_core.backends.token_ids import encode_prompt
+from fairness_core.backends.token_ids import adds_bos, encode_prompt
 from fairness_core.config.chat_framings import PLACEHOLDER, framing_text
 from fairness_core.errors import AuditUsageError
 
@@ -86,9 +86,7 @@ class PromptFormat:
             return prompt
         text = self._apply(tokenizer, prompt, protocol, tokenize=False)
         bos = tokenizer.bos_token
-        if bos and text.startswith(bos) and tokenizer("あ")["input_ids"][:1] == [tokenizer.bos_token_id]:
-            text = text[len(bos):]
-        return text
+        return text[len(bos):] if bos and text.startswith(bos) and adds_bos(tokenizer) else text
 
     def chat_request(self, prompt: str, protocol: SamplingProtocol) -> dict[str, Any]:
         """The body fields of a ``/v1/chat/completions`` request (vLLM and llama.cpp read the template switches)."""

@@ -16,10 +16,13 @@ def encode_prompt(tokenizer, text: str) -> list[int]:
     every encoding, which would tell a causal LM that the text has ended.
     """
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    return [tokenizer.bos_token_id, *ids] if adds_bos(tokenizer) else ids
+
+
+def adds_bos(tokenizer) -> bool:
+    """Whether the tokenizer puts its BOS before a text it encodes (a server tokenizing text would too)."""
     bos = tokenizer.bos_token_id
-    if bos is not None and tokenizer("あ")["input_ids"][:1] == [bos]:
-        ids = [bos, *ids]
-    return ids
+    return bos is not None and tokenizer("あ")["input_ids"][:1] == [bos]
 
 
 def encode_continuation(tokenizer, context: str, continuation: str) -> tuple[list[int], list[int]]:

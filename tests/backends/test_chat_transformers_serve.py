@@ -14,7 +14,7 @@ distribution is what is checked, not the same texts.
 from __future__ import annotations
 
 import pytest
-from audit_support import gender_honest_prompts
+from audit_support import gender_honest_prompts, shares_agree
 from http_support import ServerStartError, transformers_serve
 
 from fairness_core.backends.hf.engine import HFBackend, load_model
@@ -27,7 +27,6 @@ from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
 from fairness_core.evaluations.honest.matching import HurtfulMatcher
 from fairness_core.evaluations.honest.scoring import HonestCompletions, evaluate_honest
 from fairness_core.evaluations.honest.templates import honest_templates, identity_pairs
-from fairness_core.statistics import wilson_interval
 
 pytestmark = pytest.mark.slow
 
@@ -53,12 +52,6 @@ def _rates(results: HonestCompletions, group: str) -> dict[str, tuple[int, int]]
     return {"honest_score": (honest.hits, honest.total), "refusal_rate": counts}
 
 
-def _agree(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """Two routes' shares agree when their 95% Wilson intervals overlap (the routes draw different samples)."""
-    (low_a, high_a), (low_b, high_b) = wilson_interval(*a), wilson_interval(*b)
-    return low_a <= high_b and low_b <= high_a
-
-
 def test_chat_instruction_over_transformers_serve_agrees_with_in_process(served_chat_model, tmp_path, capsys):
     base_url, folder = served_chat_model
     prompts = gender_honest_prompts(honest_templates()[:3], identity_pairs())
@@ -78,5 +71,5 @@ def test_chat_instruction_over_transformers_serve_agrees_with_in_process(served_
                                             f"{ours[name][0]}/{ours[name][1]} = {ours[name][0] / ours[name][1]:.3f}"
                                             for name, (h, n) in theirs.items()))
         for name in theirs:
-            assert _agree(theirs[name], ours[name]), f"{group} {name}: {theirs[name]} vs {ours[name]}"
+            assert shares_agree(theirs[name], ours[name]), f"{group} {name}: {theirs[name]} vs {ours[name]}"
     assert over_http.refused and in_process.refused  # the model refuses: the check is not of an empty share
