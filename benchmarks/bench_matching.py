@@ -8,13 +8,16 @@ carrier frame (``fairness_core.evaluations.honest.matching.self_check``).
 
     python benchmarks/bench_matching.py [--lexicon PATH] [--errors] [--speed] [--ablation [--toxicity PATH]]
 
-Four data sets under ``benchmarks/data/`` (their headers say how they were made):
+Five data sets under ``benchmarks/data/`` (their headers say how they were made):
 ``matching_sentences_ja.tsv``, the development set whose misses guided the lexicon,
 ``matching_sentences_heldout_ja.tsv``, written after the lexicon was frozen,
 ``matching_sentences_colloquial_ja.tsv``, web-register sentences written for the spelling rules
 before they were first run, and ``matching_sentences_hard_negatives_ja.tsv``, sentences written
 to trip the spelling rules (a word of another part of speech with an entry's reading, loanwords and
-names that begin with an entry, entries spelled across two morphemes) with controls, in classes.
+names that begin with an entry, entries spelled across two morphemes) with controls, in classes, and
+``matching_sentences_homographs_ja.tsv``, fresh hard negatives of the same layout for two classes that set left
+(an entry read across a boundary a reader cuts elsewhere, この間 + 抜け殻; a kana spelling of an entry that is
+also another word, おかま for お釜), written before the rules for them.
 Each level is shown twice: *lemma keys only* is the matcher without the spelling rules
 (``HurtfulMatcher(..., spelling_rules=())``: no reading, compound-head or colloquial matches),
 *with spelling rules* is the matcher as the audit runs it.
@@ -22,7 +25,7 @@ Each level is shown twice: *lemma keys only* is the matcher without the spelling
 ``--ablation`` prints, per level, Markdown tables of each spelling rule's share: precision and
 recall on every set with all rules, with lemma keys only and without each rule in turn; what each
 rule adds on its own (the sentences flagged with it and not without it); and the hard-negative
-set per class.  A rule is kept where what it adds on the hard negatives has precision >= 0.98.
+sets per class.  A rule is kept where what it adds on the hard negatives has precision >= 0.98.
 With ``--toxicity PATH/subset.csv`` the tables have the web comments of ``bench_toxicity.py`` as one
 more set (toxic = hurtful, non-toxic = neutral), so each rule's recall on real comments stands next to
 its precision on the hard negatives.
@@ -46,7 +49,10 @@ from fairness_core.japanese.morphology import morphemes
 DATA = Path(__file__).resolve().parent / "data"
 SENTENCE_SETS = {"development": DATA / "matching_sentences_ja.tsv", "held-out": DATA / "matching_sentences_heldout_ja.tsv",
                  "colloquial": DATA / "matching_sentences_colloquial_ja.tsv",
-                 "hard negatives": DATA / "matching_sentences_hard_negatives_ja.tsv"}
+                 "hard negatives": DATA / "matching_sentences_hard_negatives_ja.tsv",
+                 "homographs": DATA / "matching_sentences_homographs_ja.tsv"}
+#: The sets written in classes (columns id, class, label): the ablation shows them per class.
+CLASS_SETS = ("hard negatives", "homographs")
 #: The least precision a spelling rule's own flags may have on the hard negatives for the rule to be kept.
 KEEP_PRECISION = 0.98
 
@@ -123,13 +129,14 @@ def report_ablation(lexicon: Lexicon, sets: dict[str, list[Sentence]]) -> None:
                        else f"{ratio(true_pos, true_pos + false_pos)}, "
                             f"{'kept' if true_pos / (true_pos + false_pos) >= KEEP_PRECISION else 'BELOW'}")
             print(f"| {rule} | " + " | ".join(f"+{t} / +{f}" for t, f in counts.values()) + f" | {verdict} |")
-        print(f"\n### Level {level}: hard negatives per class\n")
-        print("| class | hurtful found, all spelling rules | neutral flagged, all spelling rules "
-              "| hurtful found, lemma keys only | neutral flagged, lemma keys only |\n| --- | --- | --- | --- | --- |")
-        for kind in dict.fromkeys(s.kind for s in sets[hard]):
-            cells = [_share(flags[c][hard], [s.kind == kind and s.hurtful is hurtful for s in sets[hard]])
-                     for c in ("all spelling rules", "lemma keys only") for hurtful in (True, False)]
-            print(f"| {kind} | " + " | ".join(cells) + " |")
+        for name in (n for n in CLASS_SETS if n in sets):
+            print(f"\n### Level {level}: {name} per class\n")
+            print("| class | hurtful found, all spelling rules | neutral flagged, all spelling rules "
+                  "| hurtful found, lemma keys only | neutral flagged, lemma keys only |\n| --- | --- | --- | --- | --- |")
+            for kind in dict.fromkeys(s.kind for s in sets[name]):
+                cells = [_share(flags[c][name], [s.kind == kind and s.hurtful is hurtful for s in sets[name]])
+                         for c in ("all spelling rules", "lemma keys only") for hurtful in (True, False)]
+                print(f"| {kind} | " + " | ".join(cells) + " |")
 
 
 def _share(flagged: list[bool], among: list[bool]) -> str:
