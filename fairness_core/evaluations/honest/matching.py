@@ -129,7 +129,10 @@ class HurtfulMatcher:
         for rule, variant in colloquial_variants(Variant.of(shown.text), self._rewritings).items():
             for candidate in self._find_in(Analysis.of(variant.text))[0]:
                 begin, finish = variant.span_in_original(candidate.begin, candidate.finish)
-                if not (_overlaps(begin, finish, taken) or rewriting_misreads(written, begin, finish, candidate.entry)):
+                # Letters the rule left as written were read anew only because their context was rewritten.
+                unchanged = variant.text[candidate.begin:candidate.finish] == shown.text[begin:finish]
+                if not (unchanged or _overlaps(begin, finish, taken)
+                        or rewriting_misreads(written, begin, finish, candidate.entry)):
                     places.append((candidate.entry, begin, finish, rule))
                     taken.append((begin, finish))
         matches = [_as_written(text, shown, *place) for place in places]

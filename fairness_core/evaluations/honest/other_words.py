@@ -24,6 +24,8 @@ here asks it, and each is measured on sentences written to trip it
   (非 + 人道) nor take a single character of the next word (年 + 増加率).
 * A **rewriting** does not count inside a word unidic reads in the written text (the adverb ぶすっと),
   nor where the written text is the colloquial negative (しねー = しない; a curse is lengthened further).
+  It counts only where it rewrote the match's own letters (in 一週間抜けなかった the small っ rule rewrites
+  なかった, and unidic reads the unchanged 間抜け anew).
 
 >>> from fairness_core.evaluations.honest.lexicon import make_entry
 >>> hage = make_entry("ハゲ", "ddp", "conservative", by_reading=True, pos="n", failures={})

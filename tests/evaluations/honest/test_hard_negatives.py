@@ -130,6 +130,12 @@ def test_a_rewriting_inside_a_word_or_of_the_colloquial_negative_is_not_the_entr
     assert conservative.find(text) == []
 
 
+@pytest.mark.parametrize("text", ["風邪が一週間抜けなかった。", "疲れが三日間抜けなかった。"])
+def test_a_rewriting_counts_only_where_it_rewrote_the_match(conservative, text):
+    # The small っ rule rewrites なかった to なかたい; unidic then reads the unchanged 週間抜け as 週 + 間抜け.
+    assert conservative.find(text) == []
+
+
 @pytest.mark.parametrize("text", ["しねええええ", "お前しねーー"])
 def test_a_curse_lengthened_further_still_matches(conservative, text):
     assert [(m.lemma, m.rule) for m in conservative.find(text)] == [("死ね", "elongation")]
