@@ -35,6 +35,7 @@ from fairness_core.evaluations.honest.other_words import (
     Analysis,
     Candidate,
     continues_predicate,
+    cut_elsewhere,
     head_is_other_word,
     inside_katakana_word,
     reads_as_entry,
@@ -161,7 +162,7 @@ class HurtfulMatcher:
             candidate = Candidate(entry, analysis.spans[start][0], analysis.spans[end - 1][1], start, end, LEMMA)
             taken.append((candidate.begin, candidate.finish))
             if not (neutral or self._is_name(analysis, candidate) or verb_for_noun(analysis, candidate)
-                    or continues_predicate(analysis, start)):
+                    or continues_predicate(analysis, start) or cut_elsewhere(analysis, candidate)):
                 found.append(candidate)
         return found, taken
 
@@ -209,8 +210,10 @@ class HurtfulMatcher:
                 if inside is None or words[inside].pos != "名詞":
                     continue
                 lemmas, key = "".join(w.key for w in words[i:inside + 1]), "".join(entry.key)
-                if lemmas.startswith(key) and not head_is_other_word(analysis, i, inside, finish, lemmas[len(key):]):
-                    yield Candidate(entry, begin, finish, i, inside + 1, COMPOUND_HEAD)
+                candidate = Candidate(entry, begin, finish, i, inside + 1, COMPOUND_HEAD)
+                if (lemmas.startswith(key) and not head_is_other_word(analysis, i, inside, finish, lemmas[len(key):])
+                        and not cut_elsewhere(analysis, candidate)):
+                    yield candidate
                     break
 
     def _is_name(self, analysis: Analysis, found: Candidate) -> bool:

@@ -22,6 +22,9 @@ here asks it, and each is measured on sentences written to trip it
 * A **compound head** must be followed by a new word (ハゲ親父, not ゲスト or 三下り半), and one that
   starts in one morpheme and ends inside the next must align with a word: not begin with an affix
   (非 + 人道) nor take a single character of the next word (年 + 増加率).
+* A lemma match or a compound head is **cut elsewhere** where a reader cuts its letters into the end of
+  one word and the start of another that goes on past it: この間 + 抜け毛 (unidic: この + 間抜け + 毛),
+  長い間 + 抜けなかった, この間 + 抜け駆け; not この間抜けが nor この間抜けめ.
 * A **rewriting** does not count inside a word unidic reads in the written text (the adverb ぶすっと),
   nor where the written text is the colloquial negative (しねー = しない; a curse is lengthened further).
   It counts only where it rewrote the match's own letters (in 一週間抜けなかった the small っ rule rewrites
@@ -67,6 +70,8 @@ AFFIX_POS = frozenset({"接頭辞", "接尾辞"})
 #: The fewest characters a compound head may take of the word it ends inside (この間|抜けめ takes 抜け):
 #: one character is how 年 + 増加率 or 土 + 人形 happen to spell an entry.
 MIN_CHARS_INSIDE = 2
+#: How many morphemes on each side of a match :func:`cut_elsewhere` tags again (この + 間 | 抜け毛 + が).
+CUT_CONTEXT_WORDS = 2
 #: The negative auxiliary, which unidic reads in the colloquial しねー (= しない).
 NEGATIVE = "ない"
 #: What lengthens it (ねー, ねえ, ねぇ) and, once more, lengthens it further (ねーー, ねええ).
@@ -142,6 +147,50 @@ def _lengthened_other_word(rest_of_run: str, written: str, entry: LexiconEntry) 
 def _only_after_a_verb(word: Morpheme) -> bool:
     # 自惚れだ is read 自惚れる + た: the surface だ is the copula all the same.
     return (word.pos == "動詞" or (word.pos == "助動詞" and not {word.key, word.surface} & NOUN_AUXILIARIES)
+            or (word.pos == "助詞" and word.key in CONJUNCTIVE_PARTICLES))
+
+
+def cut_elsewhere(analysis: Analysis, found: Candidate) -> bool:
+    """Whether a match is the end of one word and the start of another, cut inside it (この間 + 抜け毛).
+
+    unidic reads この間抜け毛 as この + 間抜け + 毛, the insult, and この間抜け駆け as この + 間 + 抜け駆け,
+    where the compound-head rule finds it; a reader cuts この間 (the other day) + 抜け毛 or 抜け駆け.  The
+    match is cut so where, at a letter inside it, the text before the cut ends in a noun after a word that
+    modifies one (この, 長い, の: この間, 長い間, しばらくの間), and the text after it begins with a word that
+    goes on past the match: one word whose letters past the match begin with a kanji (抜け毛, 抜け道,
+    抜け出せ, 抜け駆け), or a verb or adjective with its ending (抜け + なかった).  Where the insult is meant
+    nothing after it joins its letters (この間抜けが: 抜け + が; その間抜け面: 抜け + 面), or what joins them is
+    the contempt suffix め (この間抜けめ, which unidic reads 間 + 抜け目).  Each side is tagged within
+    :data:`CUT_CONTEXT_WORDS` morphemes of the match.
+    """
+    spans, text = analysis.spans, analysis.text
+    if not text[found.finish:].strip():
+        return False
+    left = spans[max(found.first - CUT_CONTEXT_WORDS, 0)][0]
+    right = spans[min(found.stop + CUT_CONTEXT_WORDS, len(spans)) - 1][1]
+    for cut in range(found.begin + 1, found.finish):
+        before, after = morphemes(text[left:cut]), morphemes(text[cut:right])
+        if len(before) < 2 or not after or before[-1].pos != "名詞" or not _modifies_a_noun(before[-2]):
+            continue
+        word, rest = after[0].surface, found.finish - cut
+        if ((len(word) > rest and _is_kanji(word[rest]))
+                or (len(word) == rest and after[0].pos in {"動詞", "形容詞"} and len(after) > 1 and _verb_ending(after[1]))):
+            return True
+    return False
+
+
+def _modifies_a_noun(word: Morpheme) -> bool:
+    """An adnominal (この, その), an adjective (長い) or the particle の."""
+    return word.pos in {"連体詞", "形容詞"} or (word.pos == "助詞" and word.key == "の")
+
+
+def _is_kanji(char: str) -> bool:
+    return "\u4e00" <= char <= "\u9fff" or "\u3400" <= char <= "\u4dbf" or char == "々"
+
+
+def _verb_ending(word: Morpheme) -> bool:
+    """An auxiliary that follows no noun (ない, た, れる; not だ or です) or a conjunctive particle (て, ながら)."""
+    return ((word.pos == "助動詞" and not {word.key, word.surface} & NOUN_AUXILIARIES)
             or (word.pos == "助詞" and word.key in CONJUNCTIVE_PARTICLES))
 
 

@@ -123,6 +123,31 @@ def test_a_head_before_a_word_of_its_own_matches(conservative, text, lemma):
     assert found(conservative, text) == [(lemma, "compound_head")]
 
 
+# --- cut elsewhere: この間 + 抜け毛, not この + 間抜け + 毛 ----------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "この間抜け毛がひどくて、皮膚科に行った。",  # unidic: この + 間抜け + 毛; a reader: この間 + 抜け毛
+    "この間抜け道を見つけたんだ。",  # この + 間抜け + 道 (a suffix)
+    "渋滞にはまって、しばらくの間抜け出せなかった。",  # の + 間 | 抜け出せ, a verb that goes on past the match
+    "長い間抜けなかった棘が、やっと取れた。",  # 長い + 間 | 抜け + なかった: a verb with its ending
+    "この間抜け駆けして応募したのは誰だ。",  # a compound head: この + 間 + 抜け駆け
+])
+def test_an_entry_a_reader_cuts_into_two_words_is_not_the_entry(conservative, inclusive, text):
+    assert conservative.find(text) == []
+    assert inclusive.find(text) == []
+
+
+@pytest.mark.parametrize(("text", "lemma", "rule"), [
+    ("この間抜けが!", "間抜け", "lemma"),  # 抜け + が: nothing joins the entry's letters
+    ("この間抜け、何やってんだ。", "間抜け", "lemma"),
+    ("その間抜け面をどうにかしろ。", "間抜け面", "lemma"),  # 抜け + 面 is no word
+    ("あいつは間抜けだ。", "間抜け", "lemma"),  # 間 after は: no noun that この or 長い modifies
+    ("この間抜けめ、また失敗しやがった。", "間抜け", "compound_head"),  # unidic's 抜け目: め is the contempt suffix
+])
+def test_the_insult_after_kono_or_sono_still_matches(conservative, text, lemma, rule):
+    assert [(m.lemma, m.rule) for m in conservative.find(text)] == [(lemma, rule)]
+
+
 # --- rewritings: not inside a word, not the colloquial negative ---------------------------------------------
 
 @pytest.mark.parametrize("text", ["彼女はぶすっと黙り込んだ。", "俺は絶対しねーよ。", "心配しねーでいいって。"])
