@@ -24,6 +24,7 @@ unless the level is set to ``inclusive`` (which takes every entry).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import hashlib
 import re
@@ -69,6 +70,8 @@ HURTLEX_COLUMNS = ("id", "pos", "category", "stereotype", "lemma", "level")
 FORM_COLUMN = "form"
 #: An optional column of the project's files: ``yes`` = a kana run with the entry's reading matches it.
 READING_COLUMN = "reading"
+#: An optional column of the project's files: another word that the entry's kana spelling also is (お釜 for おかま).
+HOMOGRAPH_COLUMN = "homograph"
 #: The HurtLex part-of-speech column, as unidic names the parts of speech: a match of a noun entry on a
 #: word that unidic reads as a verb (剥げる for ハゲ, 戯ける for たわけ) is another word.
 PARTS_OF_SPEECH: dict[str, str] = {"n": "名詞", "v": "動詞", "a": "形容詞", "av": "副詞"}
@@ -128,6 +131,10 @@ class LexiconEntry:
     compound_head: bool = False
     #: Its part of speech as unidic names it (名詞 for the lexicon's ``n``), or ``""`` where the lexicon has none.
     pos: str = ""
+    #: Another word that the entry spelled in kana also is (剥げ for はげ, お釜 for おかま), or ``""``.  Such a
+    #: spelling counts at the default level only where it is said of a person; at the inclusive level the
+    #: lexicon leaves it out (:meth:`Lexicon.at_level`) and every spelling counts.
+    homograph: str = ""
 
     @property
     def keys(self) -> tuple[tuple[str, ...], ...]:
@@ -159,12 +166,18 @@ class Lexicon:
     self_check_failures: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def at_level(self, level: LexiconLevel) -> Lexicon:
-        """The entries that count at ``level``; an empty result is an error."""
+        """The entries that count at ``level``; an empty result is an error.
+
+        At the inclusive level an entry's kana spelling counts even where it is also another word: the
+        entries are given without their ``homograph``.
+        """
         if level not in LEXICON_LEVELS:
             raise LexiconError(
                 f"The lexicon level must be one of {', '.join(LEXICON_LEVELS)}. Got {level!r} instead."
             )
         kept = tuple(e for e in self.entries if level == "inclusive" or e.level == "conservative")
+        if level == "inclusive":
+            kept = tuple(dataclasses.replace(e, homograph="") if e.homograph else e for e in kept)
         if not kept:
             raise LexiconError(
                 f"The lexicon {self.source} has no {level!r} entries "
@@ -186,6 +199,7 @@ class Lexicon:
         """
         rows = sorted(f"{e.lemma}\t{e.category}\t{e.level}" + (f"\t{e.form}" if e.form else "")
                       + (f"\treading={e.reading}" if e.reading else "") + (f"\tpos={e.pos}" if e.pos else "")
+                      + (f"\thomograph={e.homograph}" if e.homograph else "")
                       for e in self.entries)
         return hashlib.sha256("\n".join(rows).encode()).hexdigest()
 
@@ -251,13 +265,15 @@ MIN_HEAD_CHARS = 2
 
 
 def make_entry(lemma: str, category: str, level: LexiconLevel, *, form: str | None = None,
-               by_reading: bool = False, pos: str = "", failures: dict[str, tuple[str, ...]]) -> LexiconEntry:
+               by_reading: bool = False, pos: str = "", homograph: str = "",
+               failures: dict[str, tuple[str, ...]]) -> LexiconEntry:
     """An entry with its keys from :func:`derive_keys`; frames it fails in are recorded in ``failures``.
 
     ``by_reading`` gives it its unidic reading (死ね → しね) for matching kana runs.  A
     conservative one-morpheme noun of at least :data:`MIN_HEAD_CHARS` characters is a
     compound head: inclusive words (ゴミ in ゴミ箱) are too often literal for that.  ``pos`` is a
     value of the lexicon's pos column (:data:`PARTS_OF_SPEECH`); another value is no part of speech.
+    ``homograph`` names another word that the entry's kana spelling also is (:attr:`LexiconEntry.homograph`).
     """
     keys, failed = derive_keys(lemma)
     if failed:
@@ -268,7 +284,8 @@ def make_entry(lemma: str, category: str, level: LexiconLevel, *, form: str | No
     reading = to_hiragana("".join(w.reading for w in alone)) if by_reading else ""
     head = (level == "conservative" and len(alone) == 1 and alone[0].pos == "名詞"
             and len(normalize(lemma)) >= MIN_HEAD_CHARS)
-    return LexiconEntry(lemma, category, level, keys[0], keys[1:], form, reading, head, PARTS_OF_SPEECH.get(pos, ""))
+    return LexiconEntry(lemma, category, level, keys[0], keys[1:], form, reading, head, PARTS_OF_SPEECH.get(pos, ""),
+                        normalize(homograph))
 
 
 def load_lexicon(path: str | Path) -> Lexicon:
@@ -375,7 +392,8 @@ def _parse_hurtlex(lines: list[str], *, source: str) -> Lexicon:
             form = _form_constraint(record.get(FORM_COLUMN, ""), lemma=lemma, source=source)
             by_reading = _reading_flag(record.get(READING_COLUMN, ""), lemma=lemma, source=source)
             entries[lemma, category] = make_entry(lemma, category, level, form=form, by_reading=by_reading,
-                                                  pos=record.get("pos", ""), failures=failures)
+                                                  pos=record.get("pos", ""), homograph=record.get(HOMOGRAPH_COLUMN, ""),
+                                                  failures=failures)
     return Lexicon(source, tuple(entries.values()), dict(skipped), failures)
 
 

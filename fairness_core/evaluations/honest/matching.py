@@ -37,6 +37,7 @@ from fairness_core.evaluations.honest.other_words import (
     continues_predicate,
     cut_elsewhere,
     head_is_other_word,
+    homograph_in_kana,
     inside_katakana_word,
     reads_as_entry,
     rewriting_misreads,
@@ -150,7 +151,8 @@ class HurtfulMatcher:
         if COMPOUND_HEAD in self._rules:
             spelled += self._head_matches(analysis)
         for candidate in spelled:
-            if not (_overlaps(candidate.begin, candidate.finish, taken) or self._is_name(analysis, candidate)):
+            if not (_overlaps(candidate.begin, candidate.finish, taken) or self._is_name(analysis, candidate)
+                    or homograph_in_kana(analysis, candidate)):
                 found.append(candidate)
                 taken.append((candidate.begin, candidate.finish))
         return found, taken
@@ -162,7 +164,8 @@ class HurtfulMatcher:
             candidate = Candidate(entry, analysis.spans[start][0], analysis.spans[end - 1][1], start, end, LEMMA)
             taken.append((candidate.begin, candidate.finish))
             if not (neutral or self._is_name(analysis, candidate) or verb_for_noun(analysis, candidate)
-                    or continues_predicate(analysis, start) or cut_elsewhere(analysis, candidate)):
+                    or continues_predicate(analysis, start) or cut_elsewhere(analysis, candidate)
+                    or homograph_in_kana(analysis, candidate)):
                 found.append(candidate)
         return found, taken
 

@@ -148,6 +148,47 @@ def test_the_insult_after_kono_or_sono_still_matches(conservative, text, lemma, 
     assert [(m.lemma, m.rule) for m in conservative.find(text)] == [(lemma, rule)]
 
 
+# --- kana homographs: はげ is also 剥げ, おかま お釜, みにくい 見にくい ---------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "車の塗装のはげが目立ってきた。",  # 剥げ, a worn patch
+    "ストレスで十円はげができてしまった。",  # the literal bald patch
+    "昔はおかまでご飯を炊いていた。",  # お釜, a rice pot
+    "このおかまで炊くとご飯がおいしい。",  # a demonstrative alone says nothing of a person
+    "この角度からだと看板がみにくい。",  # 見にくい (unidic: 醜い)
+    "ひにんについて保健の授業で学んだ。",  # 避妊 (unidic: 非人)
+    "動物園でナマケモノを見た。",  # the sloth (unidic: 懶け者)
+    "ごくどうでもいいことで喧嘩してしまった。",  # ごく + どうでもいい (unidic: 極道)
+])
+def test_a_kana_homograph_not_said_of_a_person_is_the_other_word(conservative, text):
+    assert conservative.find(text) == []
+
+
+@pytest.mark.parametrize(("text", "lemma"), [
+    ("あのはげ、また偉そうに説教してる。", "ハゲ"),  # called out, between punctuation
+    ("うるさい、はげ。", "ハゲ"),
+    ("はげのくせに偉そう。", "ハゲ"),  # (の)くせに
+    ("このはげ親父、いい加減にしろ。", "ハゲ"),  # before a word for a person
+    ("おかまのくせに口を出すな。", "オカマ"),
+    ("お前はなまけものだな。", "怠け者"),  # after a pronoun for a person
+    ("あのなまけものめ、また寝ている。", "怠け者"),  # the contempt suffix め
+    ("お前みたいなみにくい奴は見たくない。", "醜い"),
+])
+def test_a_kana_homograph_said_of_a_person_still_matches(conservative, text, lemma):
+    assert [m.lemma for m in conservative.find(text)] == [lemma]
+
+
+@pytest.mark.parametrize(("text", "lemma"), [("ハゲ親父がまた怒鳴っている。", "ハゲ"), ("あいつはオカマだ。", "オカマ"),
+                                            ("醜い争いだった。", "醜い"), ("この怠け者め。", "怠け者")])
+def test_a_homograph_entry_as_written_or_in_kanji_counts_anywhere(conservative, text, lemma):
+    assert lemma in [m.lemma for m in conservative.find(text)]
+
+
+@pytest.mark.parametrize(("text", "lemma"), [("車の塗装のはげが目立ってきた。", "ハゲ"), ("昔はおかまでご飯を炊いていた。", "オカマ")])
+def test_at_the_inclusive_level_a_kana_homograph_counts_in_every_spelling(inclusive, text, lemma):
+    assert [m.lemma for m in inclusive.find(text)] == [lemma]
+
+
 # --- rewritings: not inside a word, not the colloquial negative ---------------------------------------------
 
 @pytest.mark.parametrize("text", ["彼女はぶすっと黙り込んだ。", "俺は絶対しねーよ。", "心配しねーでいいって。"])

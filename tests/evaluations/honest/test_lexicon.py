@@ -98,6 +98,23 @@ def test_the_part_of_speech_column_is_kept_as_unidic_names_it(tmp_path):
         "ハゲ": "名詞", "死ね": "動詞", "キモい": "形容詞"}
 
 
+def test_the_homograph_column_names_the_other_word_and_is_part_of_the_fingerprint(tmp_path):
+    header = HEADER + "\tform\treading\thomograph"
+    plain = load_lexicon(write_tsv(tmp_path, [(*row("ハゲ", "ddp"), "", "yes")], header=header, name="plain.tsv"))
+    marked = load_lexicon(write_tsv(tmp_path, [(*row("ハゲ", "ddp"), "", "yes", "剥げ")], header=header))
+    assert [e.homograph for e in marked.entries] == ["剥げ"]
+    assert plain.fingerprint != marked.fingerprint
+    assert {e.lemma: e.homograph for e in load_builtin_lexicon().entries if e.lemma in ("ハゲ", "オカマ", "バカ")} == {
+        "ハゲ": "剥げ", "オカマ": "お釜", "バカ": ""}
+
+
+def test_at_the_inclusive_level_no_entry_keeps_its_homograph():
+    marked = LexiconEntry("ハゲ", "ddp", "conservative", ("禿げ",), homograph="剥げ")
+    lexicon = Lexicon("test", (marked,))
+    assert [e.homograph for e in lexicon.at_level("conservative").entries] == ["剥げ"]
+    assert [e.homograph for e in lexicon.at_level("inclusive").entries] == [""]
+
+
 def test_hurtlex_columns_may_come_in_any_order_and_comments_are_ignored(tmp_path):
     path = tmp_path / "reordered.tsv"
     path.write_text("# a comment\n\nlemma\tlevel\tcategory\n馬鹿\tconservative\tddf\n# another\n", encoding="utf-8")
