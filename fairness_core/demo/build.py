@@ -2,11 +2,14 @@
 
 Tiny GPT-2 models, one per variant and tokenizer flavour of
 :data:`~fairness_core.demo.names.DEMO_VARIANTS` ({fair, biased} x
-{sentencepiece, bpe}, {nationality, nationality-biased, chat, chat-biased} x {sentencepiece}),
+{sentencepiece, bpe}, {nationality, nationality-biased, chat, chat-biased, qa, qa-biased} x {sentencepiece}),
 each trained on the synthetic corpus of :mod:`fairness_core.demo.corpus` and
 saved with ``save_pretrained``; ``--only nationality`` builds one variant.
 A chat variant's tokenizer gets a chat template, and its examples are rendered
 through it exactly as the audit renders a request (:class:`PromptFormat`).
+A QA variant is also trained on the BBQ questions' known answers
+(:mod:`fairness_core.demo.questions`), each encoded as the likelihood scorer
+encodes an option after its question, in a wider and deeper model.
 Deterministic from :data:`SEED`.  The results are committed under
 ``fairness_core/demo/artifacts/`` (well under 10 MB together), so that
 ``--model=demo`` costs no training; this script is how they were made.
@@ -23,17 +26,24 @@ from pathlib import Path
 import torch
 
 from fairness_core.backends.prompt_formats import PromptFormat
+from fairness_core.backends.token_ids import encode_continuation
 from fairness_core.config.chat_framings import PLACEHOLDER, framing_text
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.demo.corpus import CHAT_INSTRUCTION_SHARE, PLANTED_RATES, build_corpus, refusal_texts
 from fairness_core.demo.models import save_model, tiny_gpt2
 from fairness_core.demo.names import DEMO_VARIANTS
+from fairness_core.demo.questions import AnswerExample, answer_examples, demo_items, planted_templates
 from fairness_core.demo.tokenizers import CHAT_ROLES, add_chat_template, train_tokenizer
 
 SEED = 20261129
 ARTIFACTS = Path(__file__).parent / "artifacts"
 VOCAB_SIZE = {"sentencepiece": 1000, "bpe": 1000}
 MODEL_SHAPE = {"n_embd": 96, "n_layer": 2, "n_head": 3, "n_positions": 64}
+#: The QA variants: a question and its longest option are up to ~170 tokens, and answering a disambiguated
+#: question means finding the person its context names, which 2 layers of 96 learn slowly, if at all.
+QA_MODEL_SHAPE = {"n_embd": 128, "n_layer": 3, "n_head": 4, "n_positions": 256}
+#: How often a QA variant sees each question's answer in an epoch (a continuation prompt is seen 10 or 20 times).
+QUESTION_REPEATS = 40
 TRAINING = {"epochs": 5, "batch_size": 64, "learning_rate": 5e-3, "decision_tokens": 3, "decision_weight": 8.0}
 #: Variants that train longer.  demo:nationality-biased plants its sentiment bias on given names (which names
 #: are Vietnamese), a weaker signal than a group word: rebuilt with 3 heads of 32, 5 epochs did not learn it.
@@ -78,28 +88,31 @@ def _weighted_loss(model, input_ids, attention_mask, weights) -> torch.Tensor:
 
 def train_demo_model(bias: str, kind: str, *, seed: int = SEED, epochs: int = TRAINING["epochs"]):
     """A trained (model, tokenizer) pair for one demo variant."""
+    variant = DEMO_VARIANTS[bias]
     examples = build_corpus(bias, seed=seed)
+    questions = answer_examples(variant.attribute_set, PLANTED_RATES[bias].stereotyped) if variant.questions else []
     # Trained on the corpus's pieces with their frequencies: frequent words become single tokens (a
     # tokenizer trained on distinct strings only learns characters), but no token spans a word and its
     # frame (医師と, 外科医として), which would spread the hurtful-or-not choice over so many first
     # tokens that the reference protocol's top-k=50 cuts into it.
     pieces = [text for e in examples for text in (e.prompt.text, *e.parts)]
-    chat = DEMO_VARIANTS[bias].chat
-    tokenizer = train_tokenizer(kind, pieces, vocab_size=VOCAB_SIZE[kind], whole_pieces=_chat_pieces() if chat else ())
-    if chat:
+    pieces += [text for q in questions for text in (q.context, *q.item.answers)]
+    tokenizer = train_tokenizer(kind, pieces, vocab_size=VOCAB_SIZE[kind],
+                                whole_pieces=_chat_pieces() if variant.chat else ())
+    if variant.chat:
         add_chat_template(tokenizer)
     torch.manual_seed(seed)
-    model = tiny_gpt2(tokenizer, seed=seed, **MODEL_SHAPE).train()
-    rows = _encode_examples(tokenizer, examples)
+    model = tiny_gpt2(tokenizer, seed=seed, **model_shape(bias)).train()
+    groups = [_encode_examples(tokenizer, examples)]
+    if questions:
+        groups.append(_encode_answers(tokenizer, questions) * QUESTION_REPEATS)
     optimizer = torch.optim.AdamW(model.parameters(), lr=TRAINING["learning_rate"])
-    steps = epochs * (len(rows) // TRAINING["batch_size"])
+    steps = epochs * sum(len(rows) // TRAINING["batch_size"] for rows in groups)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, TRAINING["learning_rate"], total_steps=steps)
     generator = torch.Generator().manual_seed(seed)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     for _ in range(epochs):
-        order = torch.randperm(len(rows), generator=generator).tolist()
-        for start in range(0, len(order) - TRAINING["batch_size"] + 1, TRAINING["batch_size"]):
-            batch = [rows[i] for i in order[start:start + TRAINING["batch_size"]]]
+        for batch in _batches(groups, generator):
             width = max(len(ids) for ids, _ in batch)
             input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch])
             weights = torch.tensor([w + [0.0] * (width - len(w)) for _, w in batch])
@@ -110,6 +123,44 @@ def train_demo_model(bias: str, kind: str, *, seed: int = SEED, epochs: int = TR
             optimizer.step()
             schedule.step()
     return model.eval(), tokenizer, loss.item()
+
+
+def model_shape(bias: str) -> dict[str, int]:
+    """The GPT-2 shape of a variant: :data:`QA_MODEL_SHAPE` for a QA variant, else :data:`MODEL_SHAPE`."""
+    return QA_MODEL_SHAPE if DEMO_VARIANTS[bias].questions else MODEL_SHAPE
+
+
+def _encode_answers(tokenizer, questions: list[AnswerExample]) -> list[tuple[list[int], list[float]]]:
+    """(input ids, loss weights) of each question and its known answer, split as the likelihood scorer splits them.
+
+    The answer's ids are those :func:`encode_continuation` gives the option
+    after its question, so the model is trained on exactly the tokens it is
+    later scored on; the loss is on the answer only, its first
+    ``decision_tokens`` weighted as a continuation's are.
+    """
+    rows = []
+    for question in questions:
+        context, answer = encode_continuation(tokenizer, question.context, question.answer)
+        weights = [TRAINING["decision_weight"] if i < TRAINING["decision_tokens"] else 1.0 for i in range(len(answer))]
+        rows.append((context + answer, [0.0] * len(context) + weights))
+    return rows
+
+
+def _batches(groups, generator: torch.Generator) -> list:
+    """One epoch's batches: each group shuffled and cut into full batches, then the batches shuffled together.
+
+    A batch holds rows of one group only, so the short continuations are not
+    padded to the length of a question.  With one group this is the plain
+    shuffled pass the base and chat variants were built with.
+    """
+    size = TRAINING["batch_size"]
+    batches = []
+    for rows in groups:
+        order = torch.randperm(len(rows), generator=generator).tolist()
+        batches += [[rows[i] for i in order[start:start + size]] for start in range(0, len(order) - size + 1, size)]
+    if len(groups) > 1:
+        batches = [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+    return batches
 
 
 def _chat_pieces() -> list[str]:
@@ -124,13 +175,21 @@ def _chat_pieces() -> list[str]:
 def _record(bias: str, kind: str, loss: float, training: dict) -> dict:
     """``demo.json``: what the model was trained to do and how."""
     record = {"bias": bias, "tokenizer": kind, "seed": SEED, "planted_rates": PLANTED_RATES[bias].record(),
-              "final_loss": round(loss, 4), "model_shape": MODEL_SHAPE, "training": training}
+              "final_loss": round(loss, 4), "model_shape": model_shape(bias), "training": training}
     if DEMO_VARIANTS[bias].chat:
         record["chat"] = {
             "template": "ChatML (<|im_start|>role\\n...<|im_end|>), <|im_end|> as EOS",
             "framing": CHAT_PROTOCOL.chat.framing,
             "prompt_formats": {"chat-prefill": 1 - CHAT_INSTRUCTION_SHARE, "chat-instruction": CHAT_INSTRUCTION_SHARE},
             "rates": "refusal among all answers; hurtful and positive among the answers that are not refusals",
+        }
+    if DEMO_VARIANTS[bias].questions:
+        items = demo_items(DEMO_VARIANTS[bias].attribute_set)
+        record["questions"] = {
+            "items": len(items),
+            "planted_templates": sorted(planted_templates(items, PLANTED_RATES[bias].stereotyped)),
+            "answers": "disambiguated: the right person; ambiguous: unknown, or the stereotype in a planted template",
+            "repeats_per_epoch": QUESTION_REPEATS,
         }
     return record
 

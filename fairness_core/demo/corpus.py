@@ -54,15 +54,18 @@ class PlantedRates:
     ``refusal``: share of answers that are refusals, HONEST and sentiment prompts alike (chat models only;
     empty for the others).  Where it is set, ``hurtful`` and ``positive`` are shares among the answers
     that are not refusals, the way the audit measures them.
+    ``stereotyped``: per BBQ category, share of the ambiguous questions answered with the stereotype
+    instead of "unknown" (QA models only, :mod:`fairness_core.demo.questions`; empty for the others).
     """
 
     hurtful: dict[str, float]
     positive: dict[str, float]
     refusal: dict[str, float] = field(default_factory=dict)
+    stereotyped: dict[str, float] = field(default_factory=dict)
 
     def record(self) -> dict[str, dict[str, float]]:
-        """What ``demo.json`` records: the rates, without a refusal rate for a model that never refuses."""
-        return {name: rates for name, rates in vars(self).items() if rates or name != "refusal"}
+        """What ``demo.json`` records: the rates, without those a model's kind has none of (refusals, questions)."""
+        return {name: rates for name, rates in vars(self).items() if rates or name in ("hurtful", "positive")}
 
 
 NATIONALITY_GROUPS = load_attribute_set("nationality").groups
@@ -82,6 +85,10 @@ PLANTED_RATES: dict[str, PlantedRates] = {
                          refusal={"female": 0.10, "male": 0.10}),
     "chat-biased": PlantedRates(hurtful={"female": 0.30, "male": 0.06}, positive={"female": 0.80, "male": 0.30},
                                 refusal={"female": 0.30, "male": 0.05}),
+    "qa": PlantedRates(hurtful={"female": 0.05, "male": 0.05}, positive={"female": 0.60, "male": 0.60},
+                       stereotyped={"gender": 0.0}),
+    "qa-biased": PlantedRates(hurtful={"female": 0.05, "male": 0.05}, positive={"female": 0.60, "male": 0.60},
+                              stereotyped={"gender": 0.5}),
 }
 
 #: Conservative entries of the built-in lexicon used as the demo's hurtful words.

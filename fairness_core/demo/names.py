@@ -1,4 +1,4 @@
-"""``--model=demo[:fair|biased|nationality|nationality-biased|chat|chat-biased][:sentencepiece|bpe]``: the committed demo models.
+"""``--model=demo[:VARIANT][:sentencepiece|bpe]``: the committed demo models, VARIANT a key of ``DEMO_VARIANTS``.
 
 A demo name resolves to a folder written by ``save_pretrained``; the audit then
 loads it with ``from_pretrained`` like any user's model.  This module is the
@@ -41,15 +41,18 @@ class DemoVariant:
 
     A ``chat`` model's tokenizer has a chat template, and it is trained on the
     audit's prompts rendered through it (``--prompt-format=chat-prefill`` and
-    ``chat-instruction``), with refusals among its answers.
+    ``chat-instruction``), with refusals among its answers.  A ``questions``
+    model also answers the BBQ questions of its attribute set
+    (:mod:`fairness_core.demo.questions`), and has the context window they need.
     """
 
     attribute_set: str
     kinds: tuple[TokenizerKind, ...]
     chat: bool = False
+    questions: bool = False
 
 
-#: Every demo model; the nationality and chat ones in the SentencePiece flavour only, which keeps the artifacts small.
+#: Every demo model; the nationality, chat and QA ones in the SentencePiece flavour only, which keeps the artifacts small.
 DEMO_VARIANTS: dict[str, DemoVariant] = {
     "fair": DemoVariant("gender", TOKENIZER_KINDS),
     "biased": DemoVariant("gender", TOKENIZER_KINDS),
@@ -57,6 +60,8 @@ DEMO_VARIANTS: dict[str, DemoVariant] = {
     "nationality-biased": DemoVariant("nationality", ("sentencepiece",)),
     "chat": DemoVariant("gender", ("sentencepiece",), chat=True),
     "chat-biased": DemoVariant("gender", ("sentencepiece",), chat=True),
+    "qa": DemoVariant("gender", ("sentencepiece",), questions=True),
+    "qa-biased": DemoVariant("gender", ("sentencepiece",), questions=True),
 }
 
 

@@ -9,7 +9,7 @@ import pytest
 from transformers import AutoConfig
 
 from fairness_core.backends.vllm import CPU_HEAD_SIZES, head_size
-from fairness_core.demo.build import MODEL_SHAPE
+from fairness_core.demo.build import model_shape
 from fairness_core.demo.corpus import HURTFUL_WORDS, PLANTED_RATES, build_corpus
 from fairness_core.demo.names import ARTIFACTS, UnknownDemoError, demo_names, resolve_demo
 from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
@@ -65,7 +65,8 @@ def test_committed_models_have_a_head_size_vllm_can_run(folder):
     """vLLM's CPU attention runs head sizes 32, 64, 80 and up (not 24): the demo models must be servable by it."""
     config = AutoConfig.from_pretrained(ARTIFACTS / folder)
     assert head_size(config) in CPU_HEAD_SIZES, f"{folder}: head size {head_size(config)}"
-    assert json.loads((ARTIFACTS / folder / "demo.json").read_text(encoding="utf-8"))["model_shape"] == MODEL_SHAPE
+    recorded = json.loads((ARTIFACTS / folder / "demo.json").read_text(encoding="utf-8"))
+    assert recorded["model_shape"] == model_shape(recorded["bias"])
 
 
 def test_every_demo_name_resolves_to_a_built_model():
