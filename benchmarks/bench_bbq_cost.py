@@ -1,10 +1,9 @@
 """What the BBQ evaluation's likelihood scorer costs: scored continuations, forward passes and wall time per category.
 
-The committed demo models have 64 positions and the questions need up to 175
-tokens, so ``--model=demo`` skips the evaluation (in well under a second); the
-cost is measured here on a model of the demo's shape (GPT-2, 96 wide, 2
-layers) with 256 positions and the demo's tokenizer, random weights: the cost
-does not depend on what the weights say.  Each item's three options are
+Measured on ``demo:qa`` (GPT-2, 128 wide, 3 layers, 256 positions), the demo
+model trained to answer the gender questions: ``--model=demo`` has 64
+positions and skips the evaluation, and the cost does not depend on what the
+weights say, only on the model's shape and the texts.  Each item's three options are
 scored after its context and question; the engine scores each distinct
 (context, option) pair once, batched (the audit's own batch size unless
 ``--batch-size``), so the forward passes are the distinct pairs divided by the
@@ -23,7 +22,6 @@ import time
 import torch
 
 from fairness_core.backends.hf.engine import HFBackend, load_model
-from fairness_core.demo.models import tiny_gpt2
 from fairness_core.demo.names import resolve_demo
 from fairness_core.evaluations.bbq.prompts import likelihood_context
 from fairness_core.evaluations.bbq.scoring import by_likelihood
@@ -35,9 +33,8 @@ def main() -> None:
     parser.add_argument("--attributes", nargs="+", default=["gender", "nationality", "occupation"])
     parser.add_argument("--batch-size", type=int, default=None, help="default: the engine's automatic batch size")
     args = parser.parse_args()
-    _, tokenizer = load_model(str(resolve_demo("demo")), device="cpu")
-    backend = HFBackend(tiny_gpt2(tokenizer, n_embd=96, n_layer=2, n_head=3, n_positions=256), tokenizer,
-                        batch_size=args.batch_size or "auto")
+    model, tokenizer = load_model(str(resolve_demo("demo:qa")), device="cpu")
+    backend = HFBackend(model, tokenizer, batch_size=args.batch_size or "auto")
     print(f"{platform.machine()}, torch threads {torch.get_num_threads()}")
     for name in args.attributes:
         evaluation = AuditSetup.load("thresholds.yaml", name).evaluations["bbq"]
