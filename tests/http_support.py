@@ -30,6 +30,9 @@ Run as a script (``python http_support.py PORT [CRASH_AFTER]``) it serves in
 the foreground and, with ``CRASH_AFTER``, exits abruptly after that many
 completions: the "server killed mid-run" test starts it as a subprocess.
 
+:class:`FolderServer` serves a model folder as vLLM does (its subclasses say
+what the model answers: the ids it was fed, or its prompt log-probabilities).
+
 :func:`transformers_serve` starts the real server the known-answer test and
 ``benchmarks/bench_http.py`` use; :func:`vllm_serve` the vLLM server of
 ``.ci/vllm_routes.py`` and ``bench_http.py --server=vllm``.
@@ -168,6 +171,52 @@ class ServedInThread:
     def __exit__(self, *exc):
         self.shutdown()  # type: ignore[attr-defined]
         self.server_close()  # type: ignore[attr-defined]
+
+
+class FolderServer(ServedInThread, ThreadingHTTPServer):
+    """A model folder served as vLLM serves it: ``GET /v1/models`` lists it by its folder, and a
+    ``/v1/completions`` prompt may be text or token ids.  ``text_only`` answers ids with a 400, as
+    ``transformers serve`` does ("prompt must be a string.").  :meth:`complete` makes the answer."""
+
+    daemon_threads = True
+
+    def __init__(self, folder, *, text_only: bool):
+        super().__init__(("127.0.0.1", 0), FolderHandler)
+        self.folder, self.text_only = str(folder), text_only
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def complete(self, body: dict) -> dict:
+        """The response body to a completion request that the server takes."""
+        raise NotImplementedError
+
+
+class FolderHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: FolderServer
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, status: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self._send(200, {"object": "list", "data": [{"id": self.server.folder, "root": self.server.folder}]})
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if isinstance(body["prompt"], list) and self.server.text_only:
+            self._send(400, {"detail": "prompt must be a string."})
+            return
+        self._send(200, self.server.complete(body))
 
 
 class ScriptedServer(ServedInThread, ThreadingHTTPServer):

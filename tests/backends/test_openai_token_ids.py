@@ -13,10 +13,9 @@ the model was given.
 from __future__ import annotations
 
 import json
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from http_support import ServedInThread
+from http_support import FolderServer
 from transformers import AutoTokenizer
 
 from fairness_core.backends.base import Request
@@ -25,49 +24,24 @@ from fairness_core.backends.token_ids import encode_prompt
 from fairness_core.config.thresholds import SamplingProtocol
 
 
-class TokenizingServer(ServedInThread, ThreadingHTTPServer):
-    daemon_threads = True
+class TokenizingServer(FolderServer):
+    """Answers the ids it would have fed the model, as JSON, and records every prompt it took."""
 
     def __init__(self, folder, *, text_only: bool):
-        super().__init__(("127.0.0.1", 0), TokenizingHandler)
-        self.folder, self.text_only = str(folder), text_only
+        super().__init__(folder, text_only=text_only)
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.prompts: list = []
 
-
-class TokenizingHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: TokenizingServer
-
-    def log_message(self, *args):
-        pass
-
-    def _send(self, status: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self):
-        self._send(200, {"object": "list", "data": [{"id": self.server.folder, "root": self.server.folder}]})
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+    def complete(self, body: dict) -> dict:
         prompt = body["prompt"]
-        self.server.prompts.append(prompt)
-        if isinstance(prompt, list) and self.server.text_only:
-            self._send(400, {"detail": "prompt must be a string."})
-            return
-        ids = prompt if isinstance(prompt, list) else self.server.tokenizer(prompt)["input_ids"]
-        self._send(200, {"choices": [{"index": 0, "text": json.dumps(ids), "finish_reason": "length"}],
-                         "usage": {"prompt_tokens": len(ids), "completion_tokens": 1}})
+        self.prompts.append(prompt)
+        ids = prompt if isinstance(prompt, list) else self.tokenizer(prompt)["input_ids"]
+        return {"choices": [{"index": 0, "text": json.dumps(ids), "finish_reason": "length"}],
+                "usage": {"prompt_tokens": len(ids), "completion_tokens": 1}}
 
 
 def _backend(server: TokenizingServer, tmp_path) -> OpenAIBackend:
-    base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    return OpenAIBackend(ClientSettings(base_url, server.folder, max_retries=0, journal_dir=tmp_path / "journals"))
+    return OpenAIBackend(ClientSettings(server.base_url, server.folder, max_retries=0, journal_dir=tmp_path / "journals"))
 
 
 @pytest.mark.parametrize("kind", ["sentencepiece", "bpe"])

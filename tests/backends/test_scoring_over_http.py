@@ -14,12 +14,9 @@ ones :class:`HFBackend` computes in process from the same weights.
 
 from __future__ import annotations
 
-import json
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 import torch
-from http_support import ServedInThread
+from http_support import FolderServer
 
 from fairness_core.backends.base import ScoreRequest
 from fairness_core.backends.hf.engine import HFBackend, load_model
@@ -31,18 +28,13 @@ REQUESTS = [ScoreRequest("母は", "医者だ。"), ScoreRequest("彼女は毎�
             ScoreRequest("雨が降ってきたので、", "傘を持って出かけた。")]
 
 
-class ModelServer(ServedInThread, ThreadingHTTPServer):
-    daemon_threads = True
+class ModelServer(FolderServer):
+    """Answers ``echo`` requests with the prompt's log-probabilities from a real model, as vLLM does."""
 
     def __init__(self, folder, *, text_only: bool):
-        super().__init__(("127.0.0.1", 0), ModelHandler)
-        self.folder, self.text_only = str(folder), text_only
+        super().__init__(folder, text_only=text_only)
         self.model, self.tokenizer = load_model(self.folder, device="cpu")
         self.echoed: list = []
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
     def echo(self, prompt: str | list[int]) -> dict:
         """vLLM's ``logprobs`` of an echoed prompt: ``None`` for the first token, then each token's log-probability."""
@@ -53,38 +45,15 @@ class ModelServer(ServedInThread, ThreadingHTTPServer):
         offsets = [len(self.tokenizer.decode(ids[:i], skip_special_tokens=True)) for i in range(len(ids))]
         return {"tokens": self.tokenizer.convert_ids_to_tokens(ids), "token_logprobs": values, "text_offset": offsets}
 
-
-class ModelHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: ModelServer
-
-    def log_message(self, *args):
-        pass
-
-    def _send(self, status: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self):
-        self._send(200, {"object": "list", "data": [{"id": self.server.folder, "root": self.server.folder}]})
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+    def complete(self, body: dict) -> dict:
         prompt = body["prompt"]
-        if isinstance(prompt, list) and self.server.text_only:
-            self._send(400, {"detail": "prompt must be a string."})
-            return
-        counted = len(prompt if isinstance(prompt, list) else self.server.tokenizer(prompt)["input_ids"])
+        counted = len(prompt if isinstance(prompt, list) else self.tokenizer(prompt)["input_ids"])
         choice = {"index": 0, "text": "", "finish_reason": "length"}
         if body.get("echo"):
-            self.server.echoed.append(prompt)
-            choice["logprobs"] = self.server.echo(prompt)
-            choice["text"] = prompt if isinstance(prompt, str) else self.server.tokenizer.decode(prompt)
-        self._send(200, {"choices": [choice], "usage": {"prompt_tokens": counted, "completion_tokens": 0}})
+            self.echoed.append(prompt)
+            choice["logprobs"] = self.echo(prompt)
+            choice["text"] = prompt if isinstance(prompt, str) else self.tokenizer.decode(prompt)
+        return {"choices": [choice], "usage": {"prompt_tokens": counted, "completion_tokens": 0}}
 
 
 def splits_at_the_context(tokenizer, request: ScoreRequest) -> bool:
