@@ -72,10 +72,14 @@ def _encode_examples(tokenizer, examples) -> list[tuple[list[int], list[float]]]
         echo = tokenizer(example.echo, add_special_tokens=False)["input_ids"] if example.echo else []
         continuation = tokenizer(example.continuation, add_special_tokens=False)["input_ids"]
         continuation.append(tokenizer.eos_token_id)
-        weights = [TRAINING["decision_weight"] if i < TRAINING["decision_tokens"] else 1.0
-                   for i in range(len(continuation))]
-        encoded.append((prompt + echo + continuation, [0.0] * len(prompt) + [1.0] * len(echo) + weights))
+        encoded.append((prompt + echo + continuation,
+                        [0.0] * len(prompt) + [1.0] * len(echo) + _decision_weights(len(continuation))))
     return encoded
+
+
+def _decision_weights(length: int) -> list[float]:
+    """Loss weights of an answer of ``length`` tokens: its first ``decision_tokens`` weigh ``decision_weight``."""
+    return [TRAINING["decision_weight"] if i < TRAINING["decision_tokens"] else 1.0 for i in range(length)]
 
 
 def _weighted_loss(model, input_ids, attention_mask, weights) -> torch.Tensor:
@@ -141,8 +145,7 @@ def _encode_answers(tokenizer, questions: list[AnswerExample]) -> list[tuple[lis
     rows = []
     for question in questions:
         context, answer = encode_continuation(tokenizer, question.context, question.answer)
-        weights = [TRAINING["decision_weight"] if i < TRAINING["decision_tokens"] else 1.0 for i in range(len(answer))]
-        rows.append((context + answer, [0.0] * len(context) + weights))
+        rows.append((context + answer, [0.0] * len(context) + _decision_weights(len(answer))))
     return rows
 
 
