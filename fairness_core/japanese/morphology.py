@@ -122,6 +122,15 @@ def is_kana(char: str) -> bool:
     return "ぁ" <= char <= "ゖ" or "ァ" <= char <= "ヺ" or char == "ー"
 
 
+def is_kanji(char: str) -> bool:
+    """Whether ``char`` is a CJK ideograph (the unified block or extension A) or the iteration mark 々.
+
+    >>> is_kanji("毛"), is_kanji("々"), is_kanji("け")
+    (True, True, False)
+    """
+    return "\u4e00" <= char <= "\u9fff" or "\u3400" <= char <= "\u4dbf" or char == "々"
+
+
 def to_hiragana(text: str) -> str:
     """Katakana to hiragana, everything else as it is: readings compare in one script.
 

@@ -50,6 +50,7 @@ from fairness_core.japanese.morphology import (
     FUNCTION_POS,
     Morpheme,
     is_kana,
+    is_kanji,
     is_katakana,
     morpheme_spans,
     morphemes,
@@ -190,7 +191,7 @@ def cut_elsewhere(analysis: Analysis, found: Candidate) -> bool:
         if len(before) < 2 or not after or before[-1].pos != "名詞" or not _modifies_a_noun(before[-2]):
             continue
         word, rest = after[0].surface, found.finish - cut
-        if ((len(word) > rest and _is_kanji(word[rest]))
+        if ((len(word) > rest and is_kanji(word[rest]))
                 or (len(word) == rest and after[0].pos in {"動詞", "形容詞"} and len(after) > 1 and _verb_ending(after[1]))):
             return True
     return False
@@ -235,10 +236,6 @@ def _said_of_a_person(analysis: Analysis, found: Candidate) -> bool:
 def _modifies_a_noun(word: Morpheme) -> bool:
     """An adnominal (この, その), an adjective (長い) or the particle の."""
     return word.pos in {"連体詞", "形容詞"} or (word.pos == "助詞" and word.key == "の")
-
-
-def _is_kanji(char: str) -> bool:
-    return "\u4e00" <= char <= "\u9fff" or "\u3400" <= char <= "\u4dbf" or char == "々"
 
 
 def _verb_ending(word: Morpheme) -> bool:
