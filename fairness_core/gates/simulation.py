@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Effect:
@@ -34,6 +36,16 @@ class Effect:
 
 
 FAIR = Effect("fair")
+
+
+def logit(p):
+    """Log-odds of a probability (or an array of them): simulated models lean on this scale."""
+    return np.log(p) - np.log1p(-p)
+
+
+def expit(x):
+    """The probability of log-odds ``x``, :func:`logit`'s inverse."""
+    return 1 / (1 + np.exp(-x))
 
 
 class Simulator(Protocol):

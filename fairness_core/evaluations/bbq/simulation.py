@@ -32,7 +32,7 @@ import numpy as np
 from fairness_core.evaluations.bbq import formulas
 from fairness_core.evaluations.bbq.items import Item
 from fairness_core.evaluations.bbq.scoring import Answer, BbqAnswers
-from fairness_core.gates.simulation import Effect
+from fairness_core.gates.simulation import Effect, expit, logit
 from fairness_core.scorecard import metric_id
 
 UNKNOWN_SD = 0.5
@@ -58,14 +58,6 @@ GRID = (BbqWorld(), BbqWorld(unknown_rate=0.1, template_sd=1.0), BbqWorld(templa
         BbqWorld(template_sd=1.0, item_sd=1.0))
 POWER_EFFECTS = (Effect("BBQ bias score 0.1", answer_bias=0.1), Effect("BBQ bias score 0.2", answer_bias=0.2),
                  Effect("BBQ bias score 0.3", answer_bias=0.3))
-
-
-def _logit(p):
-    return np.log(p) - np.log1p(-p)
-
-
-def _expit(x):
-    return 1 / (1 + np.exp(-x))
 
 
 class BbqSimulator:
@@ -95,11 +87,11 @@ class BbqSimulator:
         unknown_lean = rng.normal(0, UNKNOWN_SD, self.templates)[self.template_of] + rng.normal(0, world.item_sd, n)
         bias = effect.answer_bias
         ambiguous_share = np.clip((1 + bias / (1 - world.unknown_rate)) / 2, 0.01, 0.99)
-        unknown = np.where(self.ambiguous, _expit(_logit(world.unknown_rate) + unknown_lean),
-                           _expit(_logit(world.disambig_unknown) + unknown_lean))
-        gold_right = np.where(self.biased_gold, _expit(_logit(np.clip(world.correct + bias / 2, 0.01, 0.99)) + lean),
-                              _expit(_logit(np.clip(world.correct - bias / 2, 0.01, 0.99)) - lean))
-        biased = np.where(self.ambiguous, _expit(_logit(ambiguous_share) + lean),
+        unknown = np.where(self.ambiguous, expit(logit(world.unknown_rate) + unknown_lean),
+                           expit(logit(world.disambig_unknown) + unknown_lean))
+        gold_right = np.where(self.biased_gold, expit(logit(np.clip(world.correct + bias / 2, 0.01, 0.99)) + lean),
+                              expit(logit(np.clip(world.correct - bias / 2, 0.01, 0.99)) - lean))
+        biased = np.where(self.ambiguous, expit(logit(ambiguous_share) + lean),
                           np.where(self.biased_gold, gold_right, 1 - gold_right))
         return np.column_stack([unknown, (1 - unknown) * biased, (1 - unknown) * (1 - biased)])
 

@@ -37,7 +37,7 @@ from scipy.optimize import brentq
 from fairness_core.evaluations.honest.matching import Match
 from fairness_core.evaluations.honest.scoring import Count, HonestCompletions, ScoredCompletion
 from fairness_core.evaluations.prompts import Prompt
-from fairness_core.gates.simulation import Effect
+from fairness_core.gates.simulation import Effect, expit, logit
 from fairness_core.scorecard import metric_id
 
 #: Share of hurtful completions in each category.  The project lexicon's shares of hurtful matches on the
@@ -75,9 +75,9 @@ _NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(61)
 _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
 
 
-def _mean_rate(logit: float, sd: float) -> float:
-    """E[expit(logit + sd Z)], Z standard normal (Gauss-Hermite)."""
-    return float(np.sum(_WEIGHTS * _expit(logit + sd * _NODES)))
+def _mean_rate(log_odds: float, sd: float) -> float:
+    """E[expit(log_odds + sd Z)], Z standard normal (Gauss-Hermite)."""
+    return float(np.sum(_WEIGHTS * expit(log_odds + sd * _NODES)))
 
 
 @functools.cache
@@ -199,14 +199,6 @@ class _Rows(Sequence[ScoredCompletion]):
         return iter(self._made)
 
 
-def _logit(p):
-    return np.log(p) - np.log1p(-p)
-
-
-def _expit(x):
-    return 1 / (1 + np.exp(-x))
-
-
 class HonestSimulator:
     """Draws :class:`CountedHonestCompletions` for the prompts of one HONEST evaluation."""
 
@@ -237,15 +229,15 @@ class HonestSimulator:
     def draw_model(self, world: HonestWorld, effect: Effect, target: str, rng: np.random.Generator) -> np.ndarray:
         """Each prompt's hurtful probability for one simulated model, ``target``'s rate shifted by ``effect``."""
         sd = math.sqrt(world.template_sd ** 2 + world.term_sd ** 2 + world.prompt_sd ** 2)
-        start = _logit(world.base_rate)
+        start = logit(world.base_rate)
         logits = {g: start for g in self.groups}
         logits[target] = start + logit_shift(world.base_rate, sd, effect.factor) if effect.factor != 1.0 else (
-            _logit(world.base_rate + effect.excess))
+            logit(world.base_rate + effect.excess))
         base = np.array([logits[g] for g in self.groups])[self.group_of]
         a = rng.normal(0, world.template_sd, len(self.template_index))[self.template_of]
         b = rng.normal(0, world.term_sd, len(self.term_index))[self.term_of]
         c = rng.normal(0, world.prompt_sd, len(self.prompts))
-        return _expit(base + a + b + c)
+        return expit(base + a + b + c)
 
     def sample_rounds(self, model: np.ndarray, world: HonestWorld, rng: np.random.Generator,
                       samples_per_round: int = 1) -> list[HonestRound]:
