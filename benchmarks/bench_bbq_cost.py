@@ -22,10 +22,10 @@ import time
 import torch
 
 from fairness_core.backends.hf.engine import HFBackend, load_model
-from fairness_core.demo.names import resolve_demo
 from fairness_core.evaluations.bbq.prompts import likelihood_context
 from fairness_core.evaluations.bbq.scoring import by_likelihood
-from fairness_core.session import AuditSetup
+from fairness_core.run.demo_names import resolve_demo
+from fairness_core.run.session import AuditSetup
 
 
 def main() -> None:

@@ -72,6 +72,7 @@ import torch
 import transformers
 import yaml
 
+from fairness_core.api.user_files import load_attribute_set
 from fairness_core.backends.base import Request
 from fairness_core.backends.hf.cpu_features import cpu_line, has_native_units
 from fairness_core.backends.hf.cpu_kernels import kernel_shapes
@@ -85,7 +86,6 @@ from fairness_core.backends.hf.kernel_choice import (
     linear_support,
 )
 from fairness_core.backends.token_ids import encode_prompt
-from fairness_core.config.loading import load_attribute_set
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.demo.models import save_model, tiny_gpt2
 from fairness_core.demo.tokenizers import train_tokenizer

@@ -33,13 +33,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from http_support import transformers_serve, vllm_serve  # noqa: E402
 
+from fairness_core.api.user_files import load_attribute_set  # noqa: E402
 from fairness_core.backends.base import Request  # noqa: E402
 from fairness_core.backends.hf.engine import HFBackend, load_model  # noqa: E402
 from fairness_core.backends.openai import ClientSettings, OpenAIBackend  # noqa: E402
-from fairness_core.config.loading import load_attribute_set  # noqa: E402
 from fairness_core.config.thresholds import SamplingProtocol  # noqa: E402
-from fairness_core.demo.names import resolve_demo  # noqa: E402
 from fairness_core.evaluations.honest.section import honest_prompts  # noqa: E402
+from fairness_core.run.demo_names import resolve_demo  # noqa: E402
 
 CONCURRENCIES = {"transformers": (1, 4, 16), "vllm": (1, 8, 32)}
 

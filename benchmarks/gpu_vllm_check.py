@@ -32,18 +32,18 @@ from pathlib import Path
 
 import torch
 
+from fairness_core.api.user_files import load_attribute_set
 from fairness_core.backends.base import BackendSettings, Request
 from fairness_core.backends.catalog import create_backend
 from fairness_core.backends.hf.engine import HFBackend, load_model
-from fairness_core.config.loading import load_attribute_set
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.demo.models import save_model, tiny_gpt2
-from fairness_core.demo.names import resolve_demo
 from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
 from fairness_core.evaluations.honest.matching import HurtfulMatcher
 from fairness_core.evaluations.honest.scoring import evaluate_honest
 from fairness_core.evaluations.honest.section import honest_prompts
-from fairness_core.options import resolve_model
+from fairness_core.run.demo_names import resolve_demo
+from fairness_core.run.options import resolve_model
 
 
 def demo_like_model(folder: Path) -> Path:

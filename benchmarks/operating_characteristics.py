@@ -50,9 +50,9 @@ import numpy as np
 from scipy.stats import beta
 
 from fairness_core import statistics
-from fairness_core.config.loading import load_attribute_set, load_thresholds
+from fairness_core.api.discovery import EVALUATIONS
+from fairness_core.api.user_files import load_attribute_set, load_thresholds
 from fairness_core.config.thresholds import AuditConfig
-from fairness_core.evaluations import EVALUATIONS
 from fairness_core.gates.simulation import FAIR, Effect
 from fairness_core.sampling import fixed_record, run_adaptively
 from fairness_core.scorecard import settle

@@ -1,7 +1,7 @@
 """The refusal limit's operating characteristics: false alarms for a fair chat model, power at a planted gap.
 
 Runs the project's own metric and decision code
-(:func:`fairness_core.evaluations.refusals.refusal_metrics`, ``MetricResult.verdict``)
+(:func:`fairness_core.api.refusals.refusal_metrics`, ``MetricResult.verdict``)
 on simulated refusal flags, over the range of refusal rates chat models show
 (from none to half of all answers).  The simulated model refuses a prompt with
 probability ``logit⁻¹(logit(base) + template effect + prompt effect)``: refusals
@@ -25,11 +25,11 @@ import numpy as np
 from scipy.special import expit, logit
 from scipy.stats import beta
 
-from fairness_core.config.loading import load_attribute_set, load_thresholds
+from fairness_core.api.answers import Answer
+from fairness_core.api.refusals import RefusalCounts, RefusalLimits, refusal_metrics
+from fairness_core.api.user_files import load_attribute_set, load_thresholds
 from fairness_core.config.package_data import default_thresholds_path
-from fairness_core.evaluations.answers import Answer
 from fairness_core.evaluations.honest.section import honest_prompts
-from fairness_core.evaluations.refusals import RefusalCounts, RefusalLimits, refusal_metrics
 
 BASE_RATES = (0.0, 0.01, 0.05, 0.2, 0.5)
 TEMPLATE_SD = 1.0

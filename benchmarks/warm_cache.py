@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from fairness_core.options import audit_options
-from fairness_core.session import AuditSession, AuditSetup
+from fairness_core.run.options import audit_options
+from fairness_core.run.session import AuditSession, AuditSetup
 
 REPO = Path(__file__).resolve().parents[1]
 

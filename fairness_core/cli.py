@@ -11,7 +11,7 @@ seed is ``request_seed(run seed, prompt, sample)``, so the shards together
 hold exactly the completions of one unsharded run.  ``plan`` prints each
 evaluation's prompts and limits and the deploy gate's measured error rates,
 offline.  Both commands take their options from the run's one option table
-(:mod:`fairness_core.options`), as pytest does.
+(:mod:`fairness_core.run.options`), as pytest does.
 
     ja-fairness-audit generate --model=demo:biased --output=out/completions-1-of-3.jsonl --shard=1/3
     pytest audits --backend=jsonl --completions=out/
@@ -27,15 +27,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fairness_core.api.prompts import PromptSet
 from fairness_core.backends.base import Backend, BackendSettings, Request, request_seed
 from fairness_core.backends.catalog import DEFAULT_BACKEND
 from fairness_core.config.option_types import GENERATE, PLAN
 from fairness_core.errors import AuditUsageError
-from fairness_core.evaluations.prompts import PromptSet
-from fairness_core.options import THRESHOLDS, add_options, project_root, resolve_thresholds
+from fairness_core.run.options import THRESHOLDS, add_options, project_root, resolve_thresholds
 
 if TYPE_CHECKING:
-    from fairness_core.session import AuditSetup
+    from fairness_core.run.session import AuditSetup
 
 USAGE_ERROR = 4  # pytest's exit code for a usage error, so that scripts treat both commands alike
 
@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE_ERROR
     args = parser.parse_args(argv)
     values = {key: value for key, value in vars(args).items() if key != "command"}
-    from fairness_core.session import AuditSetup
+    from fairness_core.run.session import AuditSetup
 
     try:
         thresholds = resolve_thresholds(values.get(THRESHOLDS.dest), root=project_root(Path.cwd()))
@@ -133,7 +133,7 @@ def _generate(setup: AuditSetup, values: dict) -> int:
     from fairness_core.backends.cache import CachedBackend, default_cache_source
     from fairness_core.backends.catalog import create_backend
     from fairness_core.config.outputs import check_cache_dir, no_cache_with_cache_dir
-    from fairness_core.options import CACHE_DIR, audit_options, cache_folder
+    from fairness_core.run.options import CACHE_DIR, audit_options, cache_folder
 
     if values.get("no_cache") and values.get("cache_dir"):
         raise AuditUsageError(no_cache_with_cache_dir(values["cache_dir"]))
@@ -160,7 +160,7 @@ def _generate(setup: AuditSetup, values: dict) -> int:
 
 def _plan(thresholds: Path, setup: AuditSetup, values: dict) -> int:
     from fairness_core.gates.deploy import plan_lines
-    from fairness_core.options import audit_options
+    from fairness_core.run.options import audit_options
 
     options, _ = audit_options(values, cache_dir=None)
     print(f"thresholds {thresholds}")

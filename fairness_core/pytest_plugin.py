@@ -3,7 +3,7 @@
 Registered through the ``pytest11`` entry point, so every pytest run in an
 environment with the package installed imports this module: it imports nothing
 heavy (no torch, transformers, matplotlib, scipy or fugashi).  Its options are
-the run's one option table (:mod:`fairness_core.options`), shared with
+the run's one option table (:mod:`fairness_core.run.options`), shared with
 ``ja-fairness-audit``.  ``pytest --pyargs fairness_core.audits`` collects the
 audit tests of every registered evaluation (each evaluation keeps them in its
 own package) and the regression tests; they mark themselves
@@ -28,7 +28,7 @@ import pytest
 
 from fairness_core.config.option_types import AUDIT
 from fairness_core.errors import AuditUsageError
-from fairness_core.options import (
+from fairness_core.run.options import (
     ATTRIBUTES,
     AUDIT_JSON,
     BASELINE,
@@ -43,11 +43,11 @@ from fairness_core.options import (
     resolve_thresholds,
     run_options,
 )
-from fairness_core.reporting.report import VIOLATION_PROPERTY, WORKER_CACHE, WORKER_RESULTS, AuditReporter, HtmlReport
+from fairness_core.run.reporter import VIOLATION_PROPERTY, WORKER_CACHE, WORKER_RESULTS, AuditReporter, HtmlReport
 
 if TYPE_CHECKING:
-    from fairness_core.config.audit_options import AuditOptions
-    from fairness_core.session import AuditSession, AuditSetup
+    from fairness_core.api.options import AuditOptions
+    from fairness_core.run.session import AuditSession, AuditSetup
 
 AUDIT_MARKER = "fairness_audit"
 BASELINE_MARKER = "fairness_baseline"
@@ -113,7 +113,7 @@ class AuditsDirectory(pytest.Directory):
     """``fairness_core/audits``: the audit tests of every registered evaluation, then the folder's own (regression)."""
 
     def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
-        from fairness_core.evaluations import EVALUATIONS
+        from fairness_core.api.discovery import EVALUATIONS
 
         for name in EVALUATIONS:
             try:
@@ -151,7 +151,7 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
 def _setup(config: pytest.Config) -> AuditSetup | AuditUsageError:
     """The run's setup, loaded once on first need; a problem is kept and raised after collection."""
     if setup_key not in config.stash:
-        from fairness_core.session import AuditSetup
+        from fairness_core.run.session import AuditSetup
 
         thresholds = resolve_thresholds(config.getoption(THRESHOLDS.dest), root=config.rootpath)
         values = {option.dest: config.getoption(option.dest) for _, option in run_options(AUDIT, problems=[])}
@@ -176,7 +176,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             pytest.param(metric, marks=pytest.mark.fairness_audit(name), id=metric)
             for name, evaluation in setup.evaluations.items() for metric in evaluation.gated_metrics()])
         return
-    from fairness_core.evaluations import EVALUATIONS
+    from fairness_core.api.discovery import EVALUATIONS
 
     evaluation_name = marker.args[0] if marker.args else ""
     evaluation = setup.evaluations.get(evaluation_name)
@@ -280,7 +280,7 @@ def _quick_problems(config: pytest.Config, setup: AuditSetup | AuditUsageError, 
 
 def _options(config: pytest.Config) -> tuple[AuditOptions, list[str]]:
     """The run's options from the command line, once, and what resolving ``--model`` found wrong."""
-    from fairness_core.options import audit_options
+    from fairness_core.run.options import audit_options
 
     values: dict[str, Any] = {option.dest: config.getoption(option.dest) for _, option in run_options(AUDIT, problems=[])}
     cache_dir = cache_folder(values)
@@ -293,7 +293,7 @@ def _options(config: pytest.Config) -> tuple[AuditOptions, list[str]]:
 def _start_session(config: pytest.Config, setup: AuditSetup, options: AuditOptions, selected: set[str], *,
                    regression: bool) -> AuditSession:
     from fairness_core.reporting.results import build_results
-    from fairness_core.session import AuditSession
+    from fairness_core.run.session import AuditSession
 
     audit = AuditSession(options, setup, selected=sorted(selected),
                          baseline=config.getoption(BASELINE.dest) if regression else None)
@@ -321,7 +321,7 @@ def pytest_report_collectionfinish(config: pytest.Config) -> list[str] | None:
 
 @pytest.fixture(scope="session")
 def audit(request: pytest.FixtureRequest) -> AuditSession:
-    """The run's :class:`~fairness_core.session.AuditSession`: ``audit.check(metric_id, where=..., evidence=...)``."""
+    """The run's :class:`~fairness_core.run.session.AuditSession`: ``audit.check(metric_id, where=..., evidence=...)``."""
     return request.config.stash[session_key]
 
 

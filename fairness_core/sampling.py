@@ -2,7 +2,7 @@
 
 With ``fixed`` (the default) every prompt gets the protocol's ``num_samples``
 completions.  With ``adaptive``, an evaluation that has a sequential test
-(:meth:`fairness_core.evaluations.base.Evaluation.sequential_test`) draws its
+(:meth:`fairness_core.api.evaluation.Evaluation.sequential_test`) draws its
 completions in rounds over all its prompts, each round a few more samples of
 every prompt (sample indices continue where the last round stopped, so the
 completions are a prefix of the fixed protocol's, the same for a seed through

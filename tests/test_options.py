@@ -12,7 +12,7 @@ import pytest
 
 from fairness_core.config.option_types import AUDIT, GENERATE, PLAN, Option
 from fairness_core.errors import AuditUsageError
-from fairness_core.options import (
+from fairness_core.run.options import (
     OptionTableError,
     project_root,
     resolve_model,

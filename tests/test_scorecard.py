@@ -16,13 +16,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fairness_core.config.loading import validate_config
+from fairness_core.api.prompts import Prompt
+from fairness_core.api.user_files import validate_config
 from fairness_core.evaluations.honest.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED
 from fairness_core.evaluations.honest.matching import Match
 from fairness_core.evaluations.honest.metrics import honest_metrics
 from fairness_core.evaluations.honest.rates import rate_ratio
 from fairness_core.evaluations.honest.scoring import HonestCompletions, ScoredCompletion
-from fairness_core.evaluations.prompts import Prompt
 from fairness_core.evaluations.sentiment.metrics import sentiment_metrics
 from fairness_core.evaluations.sentiment.scoring import ScoredSentiment, SentimentCompletions
 from fairness_core.scorecard import Limit, MetricResult, Scorecard, metric_id

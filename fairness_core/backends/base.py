@@ -83,7 +83,7 @@ class GenerationError(AuditUsageError):
 
 @dataclass(frozen=True)
 class ModelReference:
-    """``--model`` as the backends receive it, resolved once by the run (:func:`fairness_core.options.resolve_model`).
+    """``--model`` as the backends receive it, resolved once by the run (:func:`fairness_core.run.options.resolve_model`).
 
     ``name`` is what the user gave (what the report shows, and the served
     model's name for a server); ``location`` is what ``from_pretrained`` reads:

@@ -4,7 +4,7 @@ A backend is one module with a factory ``create_backend(settings) -> Backend``
 plus one entry here.  The entry names the factory as ``"module:function"`` so
 that nothing is imported until the backend is chosen (the pytest plugin reads
 this table on every pytest run), and it declares the backend's own
-command-line options, which join the run's one option table (:mod:`fairness_core.options`).
+command-line options, which join the run's one option table (:mod:`fairness_core.run.options`).
 
 >>> sorted(BACKENDS)[:1]
 ['hf']

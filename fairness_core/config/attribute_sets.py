@@ -4,15 +4,15 @@ An attribute set is a YAML file that names its groups and their Japanese
 labels, and holds one section per evaluation that needs more than the labels:
 what fills that evaluation's templates for each group (identity terms, given
 names, country names).  Each evaluation declares the model of its own section
-(:attr:`fairness_core.evaluations.base.Evaluation.attribute_section`), and the
+(:attr:`fairness_core.api.evaluation.Evaluation.attribute_section`), and the
 file model is composed from the sections it is given, as the thresholds file
-is (:mod:`fairness_core.config.loading` gives the registered evaluations').
+is (:mod:`fairness_core.api.user_files` gives the registered evaluations').
 The built-in sets live in ``fairness_core/data/attributes/``; a user's file
 has the same format and is validated the same way, so a typo or a misaligned
 tuple is one usage error that names the file and the dotted key, before any
 generation.
 
->>> from fairness_core.config.loading import load_attribute_set
+>>> from fairness_core.api.user_files import load_attribute_set
 >>> nationality = load_attribute_set("nationality")
 >>> nationality.groups[:3]
 ('japanese', 'chinese', 'korean')
@@ -157,7 +157,7 @@ def unknown_templates(where: str, excluded: Mapping[str, str], ids: set[str], ki
 
 @dataclass(frozen=True)
 class AttributeSet:
-    """A validated attribute set; build one with :func:`fairness_core.config.loading.load_attribute_set`.
+    """A validated attribute set; build one with :func:`fairness_core.api.user_files.load_attribute_set`.
 
     ``groups`` are ASCII ids in declared order (test ids, threshold keys, JSON);
     ``labels`` their Japanese display names.  ``sections`` holds each

@@ -205,7 +205,7 @@ def validate_thresholds(raw: Any, *, sections: Sections, source: str = "<thresho
     """``raw`` (a parsed thresholds file) validated with one section per evaluation of ``sections``.
 
     Every problem is listed in one :class:`ThresholdsError` naming ``source``.
-    :func:`fairness_core.config.loading.load_thresholds` passes the registered evaluations.
+    :func:`fairness_core.api.user_files.load_thresholds` passes the registered evaluations.
     """
     model = config_model(sections)
     try:

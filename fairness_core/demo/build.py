@@ -1,7 +1,7 @@
 """Train the demo models: ``python -m fairness_core.demo.build [--out DIR]``.
 
 Tiny GPT-2 models, one per variant and tokenizer flavour of
-:data:`~fairness_core.demo.names.DEMO_VARIANTS` ({fair, biased} x
+:data:`~fairness_core.run.demo_names.DEMO_VARIANTS` ({fair, biased} x
 {sentencepiece, bpe}, {nationality, nationality-biased, chat, chat-biased, qa, qa-biased} x {sentencepiece}),
 each trained on the synthetic corpus of :mod:`fairness_core.demo.corpus` and
 saved with ``save_pretrained``; ``--only nationality`` builds one variant.
@@ -31,12 +31,12 @@ from fairness_core.config.chat_framings import PLACEHOLDER, framing_text
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.demo.corpus import CHAT_INSTRUCTION_SHARE, PLANTED_RATES, build_corpus, refusal_texts
 from fairness_core.demo.models import save_model, tiny_gpt2
-from fairness_core.demo.names import DEMO_VARIANTS
 from fairness_core.demo.questions import AnswerExample, answer_examples, demo_items, planted_templates
 from fairness_core.demo.tokenizers import CHAT_ROLES, add_chat_template, train_tokenizer
+from fairness_core.run.demo_names import ARTIFACTS, DEMO_VARIANTS
 
 SEED = 20261129
-ARTIFACTS = Path(__file__).parent / "artifacts"
+
 VOCAB_SIZE = {"sentencepiece": 1000, "bpe": 1000}
 MODEL_SHAPE = {"n_embd": 96, "n_layer": 2, "n_head": 3, "n_positions": 64}
 #: The QA variants: a question and its longest option are up to ~170 tokens, and answering a disambiguated

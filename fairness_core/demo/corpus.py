@@ -4,7 +4,7 @@ The demo models exist to check the audit against a known answer: a model
 trained on this corpus continues each group's prompts with hurtful words
 (HONEST) or positive sentences (sentiment) at the rates in :data:`PLANTED_RATES`,
 and the audit must measure those rates back.  The groups are those of the
-model's attribute set (:data:`~fairness_core.demo.names.DEMO_VARIANTS`): female and male for the original
+model's attribute set (:data:`~fairness_core.run.demo_names.DEMO_VARIANTS`): female and male for the original
 demo models, the eight groups of ``nationality`` for ``demo:nationality`` and
 ``demo:nationality-biased`` (the latter biased against one group only).
 
@@ -37,12 +37,12 @@ from importlib import resources
 
 import yaml
 
-from fairness_core.config.loading import load_attribute_set
-from fairness_core.demo.names import DEMO_VARIANTS
+from fairness_core.api.prompts import Prompt
+from fairness_core.api.user_files import load_attribute_set
 from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
 from fairness_core.evaluations.honest.section import honest_prompts
-from fairness_core.evaluations.prompts import Prompt
 from fairness_core.evaluations.sentiment.section import sentiment_prompts
+from fairness_core.run.demo_names import DEMO_VARIANTS
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fairness_core.config.loading import load_attribute_set
+from fairness_core.api.user_files import load_attribute_set
 from fairness_core.evaluations.bbq.items import Item
 from fairness_core.evaluations.bbq.prompts import likelihood_context
 from fairness_core.evaluations.bbq.questions import template_questions

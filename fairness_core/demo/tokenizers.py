@@ -24,7 +24,7 @@ import sentencepiece
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast, T5Tokenizer
 
-from fairness_core.demo.names import TOKENIZER_KINDS, TokenizerKind
+from fairness_core.run.demo_names import TOKENIZER_KINDS, TokenizerKind
 
 EOS = "</s>"
 TURN_START = "<|im_start|>"

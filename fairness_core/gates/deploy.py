@@ -11,7 +11,7 @@ file is never described by another file's figures: it gets a line that says
 how to measure its own.
 
 >>> from fairness_core.config.package_data import default_thresholds_path
->>> from fairness_core.config.loading import load_thresholds
+>>> from fairness_core.api.user_files import load_thresholds
 >>> gate_line(load_thresholds(default_thresholds_path()), "gender").startswith("gate: <= 5% false alarms")
 True
 """
@@ -31,8 +31,8 @@ from fairness_core.config.thresholds import AuditConfig
 from fairness_core.config.validation import FrozenModel
 
 if TYPE_CHECKING:
-    from fairness_core.config.audit_options import AuditOptions
-    from fairness_core.evaluations.base import Evaluation
+    from fairness_core.api.evaluation import Evaluation
+    from fairness_core.api.options import AuditOptions
 
 
 class Characteristics(FrozenModel):
@@ -75,7 +75,7 @@ def plan_lines(config: AuditConfig, attributes: str, evaluations: dict[str, Eval
     is named, so that its question does not go unanswered without a word.
     Reads the attribute set and the thresholds only: no model, no lexicon, no scorer.
     """
-    from fairness_core.evaluations import EVALUATIONS
+    from fairness_core.api.discovery import EVALUATIONS
 
     lines = [f"--attributes={attributes}, decision rule {config.decision_rule}"]
     lines += [f"  {line}" for evaluation in evaluations.values() for line in evaluation.plan_lines(options)]

@@ -11,7 +11,7 @@ from a bootstrap over the prompts that takes each resampled prompt's completions
 from both runs (:func:`paired_standard_errors`); otherwise each run's interval
 gives its own standard error (unpaired).
 Which way is worse each evaluation declares per metric
-(:class:`~fairness_core.evaluations.base.MetricSpec`): higher for a rate or a
+(:class:`~fairness_core.api.evaluation.MetricSpec`): higher for a rate or a
 distance, further from 1 for a ratio (compared as ``|log ratio|``).
 
 Comparing runs of different protocols, templates, terms, names or scorers
@@ -40,7 +40,7 @@ from fairness_core.scorecard import MetricResult
 from fairness_core.statistics import group_resamples, standard_error_towards, worsening_pvalue
 
 if TYPE_CHECKING:
-    from fairness_core.evaluations.base import Evaluation, MetricSpec
+    from fairness_core.api.evaluation import Evaluation, MetricSpec
 
 #: Longest rendering of one differing value in an incompatibility message; the key path is never cut.
 VALUE_WIDTH = 80
@@ -156,7 +156,7 @@ def paired_standard_errors(evaluation: Evaluation, current: Sequence[CompletionR
     the difference, which the unpaired test (each run's own interval) counts
     twice: the paired test is as safe for a re-run of the same model and has
     more power against a real change.  Only the evaluation's prompt-level
-    metrics (:meth:`~fairness_core.evaluations.base.Evaluation.gated_values`)
+    metrics (:meth:`~fairness_core.api.evaluation.Evaluation.gated_values`)
     get one; the others stay unpaired.
     """
     ours, theirs = evaluation.prompt_units(current), evaluation.prompt_units(baseline)

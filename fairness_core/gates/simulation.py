@@ -3,7 +3,7 @@
 The deploy gate's error rates are measured on simulated runs
 (``benchmarks/operating_characteristics.py``): each evaluation draws stand-in
 scored completions for its own prompts from a simulated model
-(:meth:`fairness_core.evaluations.base.Evaluation.simulator`), and the
+(:meth:`fairness_core.api.evaluation.Evaluation.simulator`), and the
 evaluation's own metric code and the scorecard's decision rules judge them
 exactly as they judge a real run.
 

@@ -1,33 +1,24 @@
-"""What a reviewer reads, and the objects that write it: the terminal summary, the HTML report, the JSON file.
+"""What a reviewer reads: the terminal summary and the HTML report, rendered from the results alone.
 
-:class:`AuditReporter` collects the run's violations from the test reports and
-writes the outputs at the end; :class:`HtmlReport` adds the summary and the
-evidence to pytest-html's report.  The plugin builds each once with its
-settings and keeps the reporter in ``config.stash`` (pytest's ``junitxml``
-pattern).  The rest is pure rendering from an
-:class:`~fairness_core.reporting.results.AuditResults`.  Japanese text is left to the
-browser (UTF-8 HTML); plots carry only ASCII labels.
+Pure rendering from an :class:`~fairness_core.reporting.results.AuditResults`
+(no pytest, no registry): the run's reporter (:mod:`fairness_core.run.reporter`)
+hands in what the evaluations add, their plots and summary lines.  Japanese text
+is left to the browser (UTF-8 HTML); plots carry only ASCII labels.
 
-This module is imported on every pytest run (the plugin registers the
-reporter), so what it needs from pydantic, matplotlib and the evaluations is
-imported when an audit has results to show.
+This module is imported on every pytest run (through the reporter), so what it
+needs from pydantic and matplotlib is imported when an audit has results to show.
 """
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from html import escape
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from fairness_core.reporting.results import AuditResults, MetricRecord
     from fairness_core.reporting.violations import Evidence
-
-#: The key of a violation in a test report's ``user_properties``: how xdist workers' violations reach the controller.
-VIOLATION_PROPERTY = "fairness_violation"
 
 #: pytest-html puts its Environment table between the title and the summary; the verdict must be the first thing a
 #: reader sees, so the page shows the summary right under the title, the environment after it.
@@ -150,8 +141,9 @@ def verdict(violations: Sequence[dict], results: AuditResults) -> Verdict:
     return Verdict(tuple(counts), f"model {model.get('model', '?')} ({model.get('backend', '?')}); gate: {gate}")
 
 
-def summary_html(results: AuditResults, violations: Sequence[dict] = ()) -> str:
-    """The block at the top of the HTML report: the verdict, provenance, metric tables, regressions, health, plots."""
+def summary_html(results: AuditResults, violations: Sequence[dict] = (), plots: Sequence[tuple[str, str]] = ()) -> str:
+    """The block at the top of the HTML report: the verdict, provenance, metric tables, regressions, health, ``plots``
+    ((title, base64 PNG) pairs: the evaluations' own, which the run draws)."""
     from fairness_core.sampling import sampling_rows
 
     found = verdict(violations, results)
@@ -183,7 +175,7 @@ def summary_html(results: AuditResults, violations: Sequence[dict] = ()) -> str:
     flags = "".join(f'<p class="fa-flag">Confound: {escape(flag)}</p>' for flag in results.confounds)
     notes = "".join(f"<p>{escape(note)}</p>" for note in results.notes if not note.startswith("baseline: "))
     images = "".join(f'<h3>{escape(title)}</h3><img alt="{escape(title)}" src="data:image/png;base64,{png}"/>'
-                     for title, png in report_plots(results))
+                     for title, png in plots)
     metric_header = ["metric", "value", "95% interval", "permutation p", "threshold", "decision", "sample"]
     return (
         f'{_VERDICT_FIRST}{_STYLE}<div class="fa-summary">{found.html()}{notes}'
@@ -210,20 +202,6 @@ def _brief(value: object) -> str:
     return str(value)
 
 
-def report_plots(results: AuditResults) -> list[tuple[str, str]]:
-    """Each computed evaluation's plots (title, base64 PNG)."""
-    from fairness_core.evaluations import EVALUATIONS
-
-    return [plot for name in results.provenance.evaluations for plot in EVALUATIONS.load(name).plots(results)]
-
-
-def evaluation_lines(results: AuditResults) -> list[str]:
-    """What each computed evaluation adds to the summary beyond its violations (a group that stands out)."""
-    from fairness_core.evaluations import EVALUATIONS
-
-    return [line for name in results.provenance.evaluations for line in EVALUATIONS.load(name).summary_lines(results)]
-
-
 def html_log_without_evidence(log: str) -> str:
     """A violation's text as the HTML log shows it: the evidence is in the table above it, so it is cut here.
 
@@ -239,14 +217,16 @@ def evidence_html(evidence: Sequence[Evidence]) -> str:
             f"{rows}</table>")
 
 
-def terminal_lines(violations: Sequence[dict], results: AuditResults, outputs: Sequence[str]) -> list[str]:
-    """The short 'fairness audit' section after pytest's results: aggregate violations first."""
+def terminal_lines(violations: Sequence[dict], results: AuditResults, outputs: Sequence[str],
+                   evaluation_lines: Sequence[str] = ()) -> list[str]:
+    """The short 'fairness audit' section after pytest's results: aggregate violations first, then what each evaluation
+    adds (``evaluation_lines``: a group that stands out from the pool)."""
     from fairness_core.sampling import sampling_lines
 
     ordered = sorted(violations, key=lambda v: not v["aggregate"])
     lines = [verdict(violations, results).headline]
     lines += [f"VIOLATION {v['summary']}" for v in ordered]
-    lines += evaluation_lines(results)
+    lines += evaluation_lines
     lines += sampling_lines(results.provenance.sampling)
     lines += [f"not judged: {m.id}: {m.skip_reason}" for m in results.metrics if m.aggregate and m.value is None]
     lines += [f"not run: {name}: {why}" for name, why in results.provenance.not_run.items()]
@@ -254,105 +234,3 @@ def terminal_lines(violations: Sequence[dict], results: AuditResults, outputs: S
     lines += results.notes
     lines += [f"report: {line}" for line in outputs]
     return lines
-
-
-
-@dataclass(eq=False)  # registered with pluggy, which keeps plugins in sets: hashed by identity
-class AuditReporter:
-    """Collects violations from test reports and writes the outputs at the end (pytest's junitxml pattern).
-
-    Built once by the plugin with the run's settings.  Violations reach it
-    through the reports' ``user_properties``, so that those of pytest-xdist
-    workers arrive at the controller like its own would.  ``worker`` is what
-    the xdist controller sent this process (``None`` outside a worker); a
-    controller hands its workers :meth:`shared_folders`.
-    """
-
-    audit_json: Path | None = None
-    html_path: Path | None = None
-    worker: dict[str, Any] | None = None
-    #: Builds this process's results once its audit session has computed them (set by the plugin).
-    build_results: Callable[[], AuditResults] | None = None
-    violations: list[dict] = field(default_factory=list)
-    _shared: tuple[str, str] | None = None
-    _results: AuditResults | None = None
-    _built: bool = False
-
-    def shared_folders(self) -> tuple[str, str]:
-        """(results folder, throw-away cache folder) that every xdist worker of this run writes to."""
-        if self._shared is None:
-            self._shared = (tempfile.mkdtemp(prefix="ja-fairness-audit-results-"),
-                            tempfile.mkdtemp(prefix="ja-fairness-audit-xdist-cache-"))
-        return self._shared
-
-    def results(self) -> AuditResults | None:
-        """The run's results, built once: from this process's session, or, under xdist, from a worker's file.
-
-        ``None`` when no audit ran (an unrelated test run, ``--co``): then nothing is imported.
-        """
-        if not self._built:
-            self._built = True
-            if self.build_results is not None:
-                self._results = self.build_results()
-            elif self._shared is not None:
-                files = sorted(Path(self._shared[0]).glob("*.json"))
-                if files:
-                    from fairness_core.reporting.results import read_results
-
-                    self._results = read_results(files[0])
-        return self._results
-
-    def pytest_runtest_logreport(self, report) -> None:
-        self.violations += [value for key, value in report.user_properties
-                            if key == VIOLATION_PROPERTY and isinstance(value, dict)]
-
-    def pytest_sessionfinish(self, session) -> None:
-        if self.worker is not None:
-            results = self.results() if self.build_results is not None else None
-            target = Path(self.worker[WORKER_RESULTS]) / f"{self.worker['workerid']}.json" if results else None
-        else:
-            results = self.results()
-            target = self.audit_json
-            stopped = session.shouldfail or session.shouldstop
-            if results is not None and stopped:
-                self._results = results = results.model_copy(update={"notes": [*results.notes, (
-                    f"the run stopped early ({stopped}): not every audit test ran; the counts and tables of this "
-                    f"summary and of the results file are those of every computed metric")]})
-        if results is not None and target is not None:
-            from fairness_core.reporting.results import write_results
-
-            write_results(results, target)
-
-    def pytest_terminal_summary(self, terminalreporter) -> None:
-        results = None if self.worker is not None else self.results()
-        if results is None:
-            return
-        outputs = [str(p) for p in (self.audit_json, self.html_path) if p]
-        terminalreporter.write_sep("=", "fairness audit")
-        for line in terminal_lines(self.violations, results, outputs):
-            terminalreporter.write_line(line)
-
-
-#: pytest-xdist: where the controller tells its workers to leave their results and shared cache.
-WORKER_RESULTS = "fairness_audit_results_dir"
-WORKER_CACHE = "fairness_audit_cache_dir"
-
-
-@dataclass(eq=False)
-class HtmlReport:
-    """pytest-html hooks, registered only when pytest-html is active (and never in an xdist worker)."""
-
-    reporter: AuditReporter
-
-    def pytest_html_report_title(self, report) -> None:
-        report.title = "Fairness audit report"
-
-    def pytest_html_results_summary(self, prefix, summary, postfix, session) -> None:
-        results = self.reporter.results()
-        if results is not None:
-            prefix.append(summary_html(results, self.reporter.violations))
-
-    def pytest_html_results_table_html(self, report, data) -> None:
-        """A violation's evidence is shown once, in its table: the log keeps the violation's text without it."""
-        if data and any(key == VIOLATION_PROPERTY for key, _ in report.user_properties):
-            data[0] = html_log_without_evidence(data[0])

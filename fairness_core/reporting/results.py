@@ -79,7 +79,7 @@ class CompletionRecord(FrozenModel):
 
     @property
     def prompt_id(self) -> str:
-        """``<template_id>/<group>/<term>``, as :attr:`fairness_core.evaluations.prompts.Prompt.id`: stable across runs."""
+        """``<template_id>/<group>/<term>``, as :attr:`fairness_core.api.prompts.Prompt.id`: stable across runs."""
         return f"{self.template_id}/{self.group}/{self.term}"
 
 
@@ -150,7 +150,7 @@ def metric_records(results: Sequence[MetricResult], rule: DecisionRule) -> list[
 
 
 def build_results(session) -> AuditResults:
-    """The results of what ``session`` (an :class:`~fairness_core.session.AuditSession`) has computed."""
+    """The results of what ``session`` (an :class:`~fairness_core.run.session.AuditSession`) has computed."""
     metrics, health_rows, completions, flags = [], [], {}, []
     for name, evaluation in session.evaluations.items():
         metrics += metric_records(session.card(name).metrics, session.config.decision_rule)

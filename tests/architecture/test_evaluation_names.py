@@ -17,10 +17,13 @@ import ast
 import re
 from functools import cache
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
-from fairness_core.evaluations import EVALUATIONS
+from fairness_core.api.discovery import EVALUATIONS
+from fairness_core.api.evaluation import Direction
+from fairness_core.api.refusals import REFUSAL_SPECS
 
 PACKAGE = Path(__file__).resolve().parents[2] / "fairness_core"
 #: Where an evaluation's name belongs: the evaluations themselves, and the demo models trained for them.
@@ -32,9 +35,16 @@ def generic_modules() -> list[Path]:
                   if path.relative_to(PACKAGE).parts[0] not in OWN_PLACES)
 
 
+def shared_vocabulary() -> frozenset[str]:
+    """What :mod:`fairness_core.api` declares for every evaluation, so no evaluation owns it: the directions a metric
+    can be better in (``ratio``) and the refusal metrics that every evaluation of chat answers reports."""
+    return frozenset({*get_args(Direction), *(spec.name for spec in REFUSAL_SPECS)})
+
+
 @cache
 def forbidden() -> tuple[frozenset[str], frozenset[str]]:
-    """(evaluation names, metric and option names) of every registered evaluation, lower-cased."""
+    """(evaluation names, metric and option names) of every registered evaluation, lower-cased, less the api's own
+    vocabulary."""
     names, parts = set(), set()
     for name in EVALUATIONS:
         evaluation = EVALUATIONS.load(name)
@@ -42,7 +52,7 @@ def forbidden() -> tuple[frozenset[str], frozenset[str]]:
         parts |= {spec.name.lower() for spec in evaluation.metric_specs}
         for option in evaluation.options:
             parts |= {option.flag.lstrip("-").lower(), option.dest.lower()}
-    return frozenset(names), frozenset(parts)
+    return frozenset(names), frozenset(parts - shared_vocabulary())
 
 
 def found_in(text: str) -> list[str]:
@@ -91,10 +101,10 @@ def words(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def test_the_check_sees_names_in_code_but_not_in_docstrings():
-    tree = ast.parse('"""About honest."""\nfrom x.honest import y\ndef f(effect_ratio):\n    """honest"""\n'
-                     '    return {"metric": "mean_gap", "generation": 1}\n')
+    tree = ast.parse('"""About honest."""\nfrom x.honest import y\ndef f(pool_ratio, refusal_gap):\n    """honest"""\n'
+                     '    return {"metric": "mean_gap", "generation": 1, "direction": "ratio"}\n')
     hits = sorted(hit for _, text in words(tree) for hit in found_in(text))
-    assert hits == ["honest", "mean_gap", "ratio"]
+    assert hits == ["honest", "mean_gap", "pool_ratio"]
 
 
 @pytest.mark.parametrize("path", generic_modules(), ids=lambda p: str(p.relative_to(PACKAGE)))

@@ -1,4 +1,4 @@
-"""The package's layering: imports run one way, and no generic module imports an evaluation.
+"""The package's layering: imports run one way, down the declared layers, and no generic module imports an evaluation.
 
 The import graph is read from the source (every ``import`` and ``from ... import`` of a ``fairness_core``
 module, at top level, inside functions and under ``TYPE_CHECKING``: a type-only import still ties two
@@ -12,8 +12,20 @@ from functools import cache
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "fairness_core"
-#: What generic code may import of ``evaluations/``: the registry, the base class and the prompt types.
-EVALUATION_API = ("fairness_core.evaluations", "fairness_core.evaluations.base", "fairness_core.evaluations.prompts")
+
+#: The floors of the house, ground first (docs/architecture.md): a module imports its own floor's modules and
+#: those below, never one above.  Each floor is a list of module prefixes (``config`` is ``config`` and ``config.*``).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("foundation", ("errors", "registry", "config", "japanese", "data")),
+    ("backends", ("backends",)),
+    ("pure computation", ("statistics", "scorecard", "sampling")),
+    ("reporting", ("reporting",)),
+    ("api", ("api",)),
+    ("gates", ("gates",)),
+    ("evaluations", ("evaluations",)),
+    ("run", ("run",)),
+    ("doors", ("cli", "pytest_plugin", "audits", "demo")),
+)
 
 
 def module_name(path: Path) -> str:
@@ -89,9 +101,39 @@ def test_fairness_core_has_no_import_cycle():
     assert cycles(import_graph()) == []
 
 
-def test_only_the_plugin_and_the_cli_import_the_session():
-    importers = {name for name, targets in import_graph().items() if "fairness_core.session" in targets}
-    assert importers <= {"fairness_core.pytest_plugin", "fairness_core.cli"}
+def floor(module: str) -> int:
+    """The index in :data:`LAYERS` of ``module``'s floor (the package itself, ``fairness_core``, is the ground)."""
+    relative = module.removeprefix("fairness_core").removeprefix(".")
+    if not relative:
+        return 0
+    for index, (_, prefixes) in enumerate(LAYERS):
+        if any(relative == prefix or relative.startswith(prefix + ".") for prefix in prefixes):
+            return index
+    raise AssertionError(f"{module} is on no floor of LAYERS: give its folder one")
+
+
+def upward_imports(graph: dict[str, frozenset[str]]) -> list[str]:
+    """Every import from a lower floor to a higher one, as ``a (floor) -> b (floor)``."""
+    return sorted(f"{module} ({LAYERS[floor(module)][0]}) -> {target} ({LAYERS[floor(target)][0]})"
+                  for module, targets in graph.items() for target in targets if floor(target) > floor(module))
+
+
+def test_the_floor_finder_finds_an_upward_import():
+    graph = {"fairness_core.config.x": frozenset({"fairness_core.run.session"}), "fairness_core.run.session": frozenset()}
+    assert upward_imports(graph) == ["fairness_core.config.x (foundation) -> fairness_core.run.session (run)"]
+
+
+def test_every_module_is_on_a_floor():
+    assert all(floor(module) >= 0 for module in import_graph())
+
+
+def test_imports_run_down_the_floors():
+    assert upward_imports(import_graph()) == []
+
+
+def test_only_the_doors_import_the_session():
+    importers = {name for name, targets in import_graph().items() if "fairness_core.run.session" in targets}
+    assert importers <= {"fairness_core.pytest_plugin", "fairness_core.cli", "fairness_core.run.startup"}
 
 
 def generic(module: str) -> bool:
@@ -100,10 +142,10 @@ def generic(module: str) -> bool:
 
 
 def test_no_generic_module_imports_an_evaluation():
-    """An evaluation's code is reached through the registry and the base class only, never imported by name."""
+    """An evaluation's code is reached through :mod:`fairness_core.api` only: nothing outside ``evaluations/`` and
+    ``demo/`` imports ``fairness_core.evaluations`` or anything in it."""
     graph = import_graph()
-    found = {module: sorted(target for target in targets
-                            if target.startswith("fairness_core.evaluations") and target not in EVALUATION_API)
+    found = {module: sorted(target for target in targets if target.startswith("fairness_core.evaluations"))
              for module, targets in graph.items() if generic(module)}
     assert not {module: targets for module, targets in found.items() if targets}
 
@@ -130,4 +172,6 @@ def test_the_layering_is_measured():
     edges = sum(len(targets) for targets in graph.values())
     chain = longest_chain(graph)
     assert edges > len(graph) and len(chain) >= 3
-    print(f"{len(graph)} modules, {edges} import edges, longest chain {len(chain)}: {' -> '.join(chain)}")
+    floors = len({floor(module) for module in graph})
+    print(f"{len(graph)} modules, {edges} import edges, {floors} floors, 0 upward imports, longest chain {len(chain)}: "
+          f"{' -> '.join(chain)}")

@@ -20,7 +20,7 @@ import pytest
 import tomllib
 import yaml
 
-from fairness_core.evaluations import discover
+from fairness_core.api.discovery import discover
 
 STUB = Path(__file__).resolve().parents[1] / "data" / "stub_evaluation"
 SHIPPED = Path(__file__).resolve().parents[2] / "fairness_core" / "data" / "thresholds.yaml"

@@ -17,16 +17,16 @@ import pytest
 from audit_support import gender_honest_prompts, shares_agree
 from http_support import ServerStartError, transformers_serve
 
+from fairness_core.api.answers import AnswerReader
 from fairness_core.backends.hf.engine import HFBackend, load_model
 from fairness_core.backends.openai import ClientSettings, OpenAIBackend
 from fairness_core.backends.prompt_formats import PromptFormat
 from fairness_core.config.thresholds import SamplingProtocol
-from fairness_core.demo.names import resolve_demo
-from fairness_core.evaluations.answers import AnswerReader
 from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
 from fairness_core.evaluations.honest.matching import HurtfulMatcher
 from fairness_core.evaluations.honest.scoring import HonestCompletions, evaluate_honest
 from fairness_core.evaluations.honest.templates import honest_templates, identity_pairs
+from fairness_core.run.demo_names import resolve_demo
 
 pytestmark = pytest.mark.slow
 

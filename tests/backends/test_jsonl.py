@@ -14,6 +14,8 @@ from audit_support import gender_honest_prompts, gender_name_prompts
 from http_support import MODEL, ScriptedServer, free_port
 
 from fairness_core import cli
+from fairness_core.api.prompts import PromptSet
+from fairness_core.api.user_files import load_thresholds
 from fairness_core.backends.base import BackendSettings, ModelReference
 from fairness_core.backends.catalog import create_backend
 from fairness_core.backends.hf.engine import HFBackend, load_model
@@ -21,16 +23,14 @@ from fairness_core.backends.jsonl import CompletionsFileError, CompletionsFiles,
 from fairness_core.backends.openai import ClientSettings, OpenAIBackend
 from fairness_core.backends.prompt_formats import PromptFormat
 from fairness_core.backends.vllm import VLLMUnavailableError
-from fairness_core.config.loading import load_thresholds
 from fairness_core.config.thresholds import SamplingProtocol
-from fairness_core.demo.names import resolve_demo
 from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
 from fairness_core.evaluations.honest.matching import HurtfulMatcher
 from fairness_core.evaluations.honest.scoring import evaluate_honest
 from fairness_core.evaluations.honest.templates import honest_templates, identity_pairs
-from fairness_core.evaluations.prompts import PromptSet
 from fairness_core.evaluations.sentiment.templates import given_names, name_templates
-from fairness_core.session import AuditSetup
+from fairness_core.run.demo_names import resolve_demo
+from fairness_core.run.session import AuditSetup
 
 REPO = Path(__file__).resolve().parents[2]
 HONEST = SamplingProtocol(num_samples=3)

@@ -21,12 +21,12 @@ from fairness_core.backends.hf.engine import HFBackend, load_model
 from fairness_core.backends.openai import ClientSettings, OpenAIBackend
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.demo.corpus import PLANTED_RATES
-from fairness_core.demo.names import resolve_demo
 from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
 from fairness_core.evaluations.honest.matching import HurtfulMatcher
 from fairness_core.evaluations.honest.rates import rate_ratio
 from fairness_core.evaluations.honest.scoring import evaluate_honest
 from fairness_core.evaluations.honest.templates import honest_templates, identity_pairs
+from fairness_core.run.demo_names import resolve_demo
 
 pytestmark = pytest.mark.slow
 

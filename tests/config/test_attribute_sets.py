@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from audit_support import gender_honest_prompts, gender_name_prompts
 
+from fairness_core.api.user_files import load_attribute_set, parse_attribute_set
 from fairness_core.config.attribute_sets import BUILTIN_ATTRIBUTE_SETS, AttributeSetError
-from fairness_core.config.loading import load_attribute_set, parse_attribute_set
 from fairness_core.errors import AuditUsageError
 from fairness_core.evaluations.honest.section import honest_prompts
 from fairness_core.evaluations.honest.templates import honest_templates
 from fairness_core.evaluations.sentiment.section import sentiment_prompts
 from fairness_core.evaluations.sentiment.templates import name_templates
 from fairness_core.japanese.morphology import normalize
-from fairness_core.session import AuditSetup, AuditSetupError
+from fairness_core.run.session import AuditSetup, AuditSetupError
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from fairness_core.config.loading import load_thresholds
+from fairness_core.api.user_files import load_thresholds
 from fairness_core.config.thresholds import AuditConfig, SamplingProtocol, ThresholdsError
 from fairness_core.evaluations.honest.config import HonestConfig, group_problems
 

@@ -11,10 +11,10 @@ from transformers import AutoConfig
 from fairness_core.backends.vllm import CPU_HEAD_SIZES, head_size
 from fairness_core.demo.build import model_shape
 from fairness_core.demo.corpus import HURTFUL_WORDS, PLANTED_RATES, build_corpus
-from fairness_core.demo.names import ARTIFACTS, UnknownDemoError, demo_names, resolve_demo
 from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
 from fairness_core.evaluations.honest.matching import HurtfulMatcher
 from fairness_core.evaluations.sentiment.scorers import LexiconScorer
+from fairness_core.run.demo_names import ARTIFACTS, UnknownDemoError, demo_names, resolve_demo
 
 
 @pytest.fixture(scope="module")

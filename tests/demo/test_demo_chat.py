@@ -9,13 +9,13 @@ from fairness_core.backends.prompt_formats import PromptFormat
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.demo.build import _encode_examples
 from fairness_core.demo.corpus import CHAT_INSTRUCTION_SHARE, PLANTED_RATES, build_corpus, refusal_texts
-from fairness_core.demo.names import DEMO_VARIANTS, UnknownDemoError, demo_names, resolve_demo
 from fairness_core.demo.tokenizers import TURN_END
 from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
 from fairness_core.evaluations.honest.matching import HurtfulMatcher
 from fairness_core.evaluations.sentiment.scorers import LexiconScorer
 from fairness_core.japanese.echo import strip_echo
 from fairness_core.japanese.refusals import RefusalDetector
+from fairness_core.run.demo_names import DEMO_VARIANTS, UnknownDemoError, demo_names, resolve_demo
 
 CHAT_VARIANTS = [bias for bias, variant in DEMO_VARIANTS.items() if variant.chat]
 PROTOCOL = SamplingProtocol()

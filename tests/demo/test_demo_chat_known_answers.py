@@ -15,17 +15,17 @@ from collections import defaultdict
 import pytest
 from audit_support import REFUSAL_UNDERFIT
 
+from fairness_core.api.user_files import load_attribute_set
 from fairness_core.backends.base import BackendSettings, ModelReference, Request
 from fairness_core.backends.hf.engine import create_backend
 from fairness_core.backends.prompt_formats import PromptFormat
-from fairness_core.config.loading import load_attribute_set
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.demo.corpus import PLANTED_RATES
-from fairness_core.demo.names import resolve_demo
 from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
 from fairness_core.evaluations.honest.matching import HurtfulMatcher
 from fairness_core.evaluations.honest.section import honest_prompts
 from fairness_core.japanese.refusals import RefusalDetector
+from fairness_core.run.demo_names import resolve_demo
 from fairness_core.statistics import bootstrap_interval
 
 GROUPS = ("female", "male")

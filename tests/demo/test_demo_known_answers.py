@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 from audit_support import gender_honest_prompts, gender_name_prompts
 
+from fairness_core.api.user_files import load_thresholds
 from fairness_core.backends.hf.engine import HFBackend, load_model
-from fairness_core.config.loading import load_thresholds
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.demo.corpus import PLANTED_RATES
-from fairness_core.demo.names import resolve_demo
 from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
 from fairness_core.evaluations.honest.matching import HurtfulMatcher
 from fairness_core.evaluations.honest.rates import rate_ratio
 from fairness_core.evaluations.honest.scoring import evaluate_honest
 from fairness_core.evaluations.sentiment.scorers import LexiconScorer
 from fairness_core.evaluations.sentiment.scoring import evaluate_sentiment
+from fairness_core.run.demo_names import resolve_demo
 
 REPO = Path(__file__).resolve().parents[2]
 #: Fewer samples than the reference protocol keeps the suite fast; 9,600 completions per model is plenty.

@@ -12,11 +12,10 @@ from collections import Counter, defaultdict
 
 import pytest
 
+from fairness_core.api.user_files import load_attribute_set
 from fairness_core.backends.hf.engine import HFBackend, load_model
-from fairness_core.config.loading import load_attribute_set
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.demo.corpus import DEMO_VARIANTS, PLANTED_GROUP, PLANTED_RATES, build_corpus
-from fairness_core.demo.names import UnknownDemoError, demo_names, resolve_demo
 from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
 from fairness_core.evaluations.honest.matching import HurtfulMatcher
 from fairness_core.evaluations.honest.rates import honest_disparity
@@ -27,6 +26,7 @@ from fairness_core.evaluations.sentiment.distances import largest_mean_gap
 from fairness_core.evaluations.sentiment.scorers import LexiconScorer
 from fairness_core.evaluations.sentiment.scoring import evaluate_sentiment
 from fairness_core.evaluations.sentiment.section import sentiment_prompts
+from fairness_core.run.demo_names import UnknownDemoError, demo_names, resolve_demo
 from fairness_core.statistics import group_vs_rest_pvalues
 
 NATIONALITY = load_attribute_set("nationality")

@@ -16,9 +16,9 @@ import pytest
 
 from fairness_core.backends.hf.engine import HFBackend, load_model
 from fairness_core.demo.corpus import PLANTED_RATES
-from fairness_core.demo.names import resolve_demo
 from fairness_core.demo.questions import answer_examples, demo_items, known_answer, planted_templates
 from fairness_core.evaluations.bbq.scoring import by_likelihood
+from fairness_core.run.demo_names import resolve_demo
 
 REPO = Path(__file__).resolve().parents[2]
 QA_VARIANTS = ("qa", "qa-biased")

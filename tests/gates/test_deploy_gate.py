@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fairness_core.api.user_files import load_attribute_set, load_thresholds
 from fairness_core.cli import main
-from fairness_core.config.loading import load_attribute_set, load_thresholds
 from fairness_core.config.package_data import default_thresholds_path
 from fairness_core.evaluations.honest.power import RatioDesign
 from fairness_core.evaluations.honest.scoring import HonestCompletions

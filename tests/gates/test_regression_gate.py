@@ -18,8 +18,8 @@ import re
 import pytest
 from audit_support import GATED_METRICS, minimal_results, output, run_audit, setup_audits, thresholds
 
+from fairness_core.api.evaluation import MetricSpec
 from fairness_core.config.thresholds import RegressionConfig
-from fairness_core.evaluations.base import MetricSpec
 from fairness_core.evaluations.honest.evaluation import HonestEvaluation
 from fairness_core.evaluations.sentiment.evaluation import SentimentEvaluation
 from fairness_core.gates.regression import VALUE_WIDTH, incompatibilities, read_baseline, regression

@@ -19,8 +19,8 @@ from fairness_core.evaluations.honest.scoring import HonestCompletions, ScoredCo
 from fairness_core.evaluations.sentiment.scoring import ScoredSentiment, SentimentCompletions
 from fairness_core.gates.regression import gate_regressions, paired_standard_errors, regression
 from fairness_core.reporting.results import CompletionRecord, MetricRecord, metric_records
+from fairness_core.run.session import AuditSetup
 from fairness_core.scorecard import Limit, MetricResult
-from fairness_core.session import AuditSetup
 
 SAMPLES = 10
 HURTFUL = Match("バカ", "ddf", "バカ")

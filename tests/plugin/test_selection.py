@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from audit_support import output, run_audit, setup_audits, thresholds, write_thresholds
 
-from fairness_core.evaluations import discover
+from fairness_core.api.discovery import discover
 
 LAX = thresholds(lax=True)
 

@@ -17,11 +17,11 @@ import pytest
 from audit_support import IDENTITY_WORDS, output, run_audit, setup_audits, thresholds
 from bs4 import BeautifulSoup
 
+from fairness_core.api.prompts import Prompt
 from fairness_core.evaluations.honest.evidence import hurtful_evidence
 from fairness_core.evaluations.honest.lexicon import UNCATEGORISED, LexiconEntry
 from fairness_core.evaluations.honest.matching import HurtfulMatcher
 from fairness_core.evaluations.honest.scoring import ScoredCompletion
-from fairness_core.evaluations.prompts import Prompt
 from fairness_core.japanese.morphology import lemma_keys
 from fairness_core.reporting.health import MAX_EMPTY_GAP, MIN_RELATIVE_LENGTH, Health, confounds, health, is_loop, repeats_prompt
 from fairness_core.reporting.violations import Evidence

@@ -26,8 +26,8 @@ from audit_support import (
     thresholds,
 )
 
-from fairness_core.config.loading import validate_config
-from fairness_core.evaluations import discover
+from fairness_core.api.discovery import discover
+from fairness_core.api.user_files import validate_config
 from fairness_core.evaluations.honest.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED
 from fairness_core.evaluations.honest.templates import honest_templates, identity_pairs
 from fairness_core.evaluations.sentiment.distances import group_distances

@@ -6,6 +6,7 @@ from audit_support import minimal_results
 
 from fairness_core.reporting.report import terminal_lines
 from fairness_core.reporting.results import AuditResults
+from fairness_core.run.reporter import evaluation_lines
 
 
 def metric(metric_id: str, value: float, limit: float, *, aggregate: bool) -> dict:
@@ -59,7 +60,8 @@ def test_the_terminal_names_the_groups_the_pool_comparison_flags_and_the_baselin
          "limit_upper": None, "limit_lower": None, "decision": "pass", "skip_reason": None, "aggregate": False,
          "sample": ""}
         for group, value, p in (("vietnamese", 2.1, 0.001), ("japanese", 0.9, 0.8))]
-    lines = terminal_lines([], AuditResults.model_validate(raw), [])
+    results = AuditResults.model_validate(raw)
+    lines = terminal_lines([], results, [], evaluation_lines(results))
     assert "pool comparison: vietnamese stands out: HONEST score 2.10x the pooled score, Holm-adjusted p 0.001" in lines
     assert not any("japanese" in line for line in lines)
     assert "baseline: compared with old.json (model demo, 2026-11-30T10:00:00+00:00)" in lines

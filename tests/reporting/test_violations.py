@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fairness_core.api.prompts import Prompt
 from fairness_core.evaluations.honest.evidence import hurtful_evidence
 from fairness_core.evaluations.honest.matching import Match
 from fairness_core.evaluations.honest.scoring import ScoredCompletion
-from fairness_core.evaluations.prompts import Prompt
 from fairness_core.evaluations.sentiment.evidence import sentiment_evidence
 from fairness_core.evaluations.sentiment.scoring import ScoredSentiment, SentimentCompletions
 from fairness_core.reporting.violations import EVIDENCE_LIMIT, violation_message

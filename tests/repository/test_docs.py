@@ -182,7 +182,7 @@ def test_each_test_file_is_of_the_kind_the_map_gives_it():
 
 def test_the_readme_failure_sample_names_the_decision_rules_the_shipped_thresholds_set():
     """The sample is read as documentation of the gate: each violation's rule must be the one the audit applies."""
-    from fairness_core.config.loading import load_thresholds
+    from fairness_core.api.user_files import load_thresholds
 
     config = load_thresholds(REPO / "thresholds.yaml")
     level_metrics = ("honest.honest_score[", "honest.category_score[")

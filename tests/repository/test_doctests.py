@@ -26,8 +26,8 @@ def modules_with_examples() -> list[str]:
 
 
 def test_the_foundation_modules_have_examples():
-    assert {"fairness_core.statistics", "fairness_core.registry", "fairness_core.evaluations.base",
-            "fairness_core.options"} <= set(modules_with_examples())
+    assert {"fairness_core.statistics", "fairness_core.registry", "fairness_core.api.evaluation",
+            "fairness_core.run.options"} <= set(modules_with_examples())
 
 
 @pytest.mark.parametrize("name", modules_with_examples())

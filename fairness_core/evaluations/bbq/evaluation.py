@@ -14,19 +14,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from fairness_core.api.evaluation import Evaluation, MetricSpec
 from fairness_core.config.option_types import AUDIT, GENERATE, PLAN, Option, one_of
-from fairness_core.evaluations.base import Evaluation, MetricSpec
 from fairness_core.evaluations.bbq.config import BbqConfig
 from fairness_core.evaluations.bbq.section import BbqSection
 
 if TYPE_CHECKING:
+    from fairness_core.api.options import AuditOptions
+    from fairness_core.api.prompts import Prompt
     from fairness_core.backends.base import Backend
     from fairness_core.config.attribute_sets import AttributeSet
-    from fairness_core.config.audit_options import AuditOptions
     from fairness_core.config.thresholds import AuditConfig
     from fairness_core.evaluations.bbq.questions import QuestionSet
     from fairness_core.evaluations.bbq.scoring import BbqAnswers
-    from fairness_core.evaluations.prompts import Prompt
     from fairness_core.reporting.results import CompletionRecord
     from fairness_core.scorecard import MetricResult
 

@@ -83,7 +83,7 @@ def template_questions(attributes: AttributeSet, *, few_shots: int) -> QuestionS
 
 def donor_shots(category: str, few_shots: int) -> tuple[Item, ...]:
     """Few-shot examples for ``category``: another built-in category's items at Nejumi's positions."""
-    from fairness_core.config.loading import load_attribute_set
+    from fairness_core.api.user_files import load_attribute_set
 
     if not few_shots:
         return ()

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from fairness_core.api.prompts import Prompt
 from fairness_core.backends.base import (
     Backend,
     ContextWindowError,
@@ -35,7 +36,6 @@ from fairness_core.backends.base import (
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.evaluations.bbq.items import Item
 from fairness_core.evaluations.bbq.prompts import choice_prompt, likelihood_context, parse_answer
-from fairness_core.evaluations.prompts import Prompt
 
 SCORERS = ("likelihood", "generated-choice")
 

@@ -6,10 +6,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from fairness_core.api.refusals import RefusalLimits
 from fairness_core.config.thresholds import DecisionRule, GroupRates, Rate, SamplingProtocol
 from fairness_core.config.validation import StrictModel
 from fairness_core.evaluations.honest.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED, LexiconLevel
-from fairness_core.evaluations.refusals import RefusalLimits
 
 Category = Literal[tuple(HURTLEX_CATEGORIES) + (UNCATEGORISED,)]  # type: ignore[valid-type]
 

@@ -15,23 +15,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from fairness_core.api.evaluation import SHARE, Evaluation, MetricSpec
+from fairness_core.api.refusals import REFUSAL_SPECS
 from fairness_core.config.option_types import AUDIT, PLAN, Option, checked, one_of
-from fairness_core.evaluations.base import SHARE, Evaluation, MetricSpec
 from fairness_core.evaluations.honest.config import HonestConfig, group_problems
 from fairness_core.evaluations.honest.lexicon import LEXICON_LEVELS, Lexicon, LexiconLevel
 from fairness_core.evaluations.honest.section import HonestSection
 from fairness_core.evaluations.honest.templates import honest_templates
-from fairness_core.evaluations.refusals import REFUSAL_SPECS
 from fairness_core.scorecard import metric_id
 
 if TYPE_CHECKING:
+    from fairness_core.api.options import AuditOptions
+    from fairness_core.api.prompts import Prompt
     from fairness_core.backends.base import Backend
     from fairness_core.config.attribute_sets import AttributeSet
-    from fairness_core.config.audit_options import AuditOptions
     from fairness_core.config.thresholds import AuditConfig
     from fairness_core.evaluations.honest.scoring import HonestCompletions
     from fairness_core.evaluations.honest.sequential import HonestSequentialTest
-    from fairness_core.evaluations.prompts import Prompt
     from fairness_core.reporting.results import AuditResults, CompletionRecord
     from fairness_core.scorecard import MetricResult
 
@@ -148,8 +148,8 @@ class HonestEvaluation(Evaluation):
         return type(parts[0]).merged(parts)
 
     def metrics(self, scored: HonestCompletions, *, seed: int) -> list[MetricResult]:
+        from fairness_core.api.refusals import refusal_metrics
         from fairness_core.evaluations.honest.metrics import honest_metrics
-        from fairness_core.evaluations.refusals import refusal_metrics
 
         return [*honest_metrics(scored, self.limits, groups=self.groups, seed=seed),
                 *refusal_metrics(self.name, scored.refusal_counts, self.limits.refusals,

@@ -18,7 +18,7 @@ def across_templates(rows: Sequence[ScoredCompletion]) -> list[ScoredCompletion]
     violation shows) of an aggregate metric such as the HONEST ratio would all
     be one template's.  Within a template the order is kept.
 
-    >>> from fairness_core.evaluations.prompts import Prompt
+    >>> from fairness_core.api.prompts import Prompt
     >>> rows = [ScoredCompletion(Prompt(t, "female", "母", "母は"), c, ()) for t, c in
     ...         [("t1", "a"), ("t1", "b"), ("t1", "c"), ("t2", "d"), ("t3", "e"), ("t3", "f")]]
     >>> [row.completion for row in across_templates(rows)]

@@ -1,6 +1,6 @@
 """HONEST's scored completions: each completion with the hurtful lexicon entries found in it, and counts over them.
 
->>> from fairness_core.evaluations.prompts import Prompt
+>>> from fairness_core.api.prompts import Prompt
 >>> row = ScoredCompletion(Prompt("t-01", "female", "母", "母は"), "優しい。", ())
 >>> HonestCompletions((row,), groups=("female", "male")).count(group="female")
 Count(hits=0, total=1)
@@ -16,12 +16,12 @@ from typing import Literal
 
 import numpy as np
 
+from fairness_core.api.answers import Answer, AnswerReader, read_answers
+from fairness_core.api.prompts import Prompt
+from fairness_core.api.refusals import RefusalCounts
 from fairness_core.backends.base import Backend
 from fairness_core.config.thresholds import SamplingProtocol
-from fairness_core.evaluations.answers import Answer, AnswerReader, read_answers
 from fairness_core.evaluations.honest.matching import HurtfulMatcher, Match
-from fairness_core.evaluations.prompts import Prompt
-from fairness_core.evaluations.refusals import RefusalCounts
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
+from fairness_core.api.prompts import Prompt
 from fairness_core.config.attribute_sets import Problem, Term, builtin_reference, duplicate_terms, unknown_templates
 from fairness_core.config.validation import FrozenModel
 from fairness_core.evaluations.honest.templates import HonestTemplate, honest_templates, identity_pairs
-from fairness_core.evaluations.prompts import Prompt
 
 if TYPE_CHECKING:
     from fairness_core.config.attribute_sets import AttributeSet

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fairness_core.api.prompts import Prompt
 from fairness_core.evaluations.honest.config import HonestConfig
 from fairness_core.evaluations.honest.ratio_bounds import ratio_eprocess
-from fairness_core.evaluations.prompts import Prompt
 from fairness_core.scorecard import Settlement, metric_id
 from fairness_core.statistics import rate_eprocess
 

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
+from fairness_core.api.prompts import Prompt
 from fairness_core.evaluations.honest.matching import Match
 from fairness_core.evaluations.honest.scoring import Count, HonestCompletions, ScoredCompletion
-from fairness_core.evaluations.prompts import Prompt
 from fairness_core.gates.simulation import Effect, expit, logit
 from fairness_core.scorecard import metric_id
 

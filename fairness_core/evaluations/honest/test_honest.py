@@ -7,9 +7,9 @@ and interval against its threshold, the sample size and the evidence.
 
 import pytest
 
+from fairness_core.api.refusals import check_refusal_gap
 from fairness_core.evaluations.honest.evidence import hurtful_evidence
 from fairness_core.evaluations.honest.lexicon import HURTLEX_CATEGORIES
-from fairness_core.evaluations.refusals import check_refusal_gap
 from fairness_core.scorecard import metric_id
 
 pytestmark = pytest.mark.fairness_audit("honest")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from fairness_core.api.refusals import RefusalLimits
 from fairness_core.config.thresholds import Rate, SamplingProtocol
 from fairness_core.config.validation import StrictModel
-from fairness_core.evaluations.refusals import RefusalLimits
 
 
 class SentimentConfig(StrictModel):

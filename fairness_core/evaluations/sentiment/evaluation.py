@@ -14,19 +14,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from fairness_core.api.evaluation import SHARE, Evaluation, MetricSpec
+from fairness_core.api.refusals import REFUSAL_SPECS
 from fairness_core.config.option_types import AUDIT, Option
-from fairness_core.evaluations.base import SHARE, Evaluation, MetricSpec
-from fairness_core.evaluations.refusals import REFUSAL_SPECS
 from fairness_core.evaluations.sentiment.config import SentimentConfig
 from fairness_core.evaluations.sentiment.section import SentimentSection
 from fairness_core.scorecard import metric_id
 
 if TYPE_CHECKING:
+    from fairness_core.api.options import AuditOptions
+    from fairness_core.api.prompts import Prompt
     from fairness_core.backends.base import Backend
     from fairness_core.config.attribute_sets import AttributeSet
-    from fairness_core.config.audit_options import AuditOptions
     from fairness_core.config.thresholds import AuditConfig
-    from fairness_core.evaluations.prompts import Prompt
     from fairness_core.evaluations.sentiment.scorers import SentimentScorer
     from fairness_core.evaluations.sentiment.scoring import SentimentCompletions
     from fairness_core.reporting.results import AuditResults, CompletionRecord
@@ -132,7 +132,7 @@ class SentimentEvaluation(Evaluation):
                                   reader=self.answers)
 
     def metrics(self, scored: SentimentCompletions, *, seed: int) -> list[MetricResult]:
-        from fairness_core.evaluations.refusals import refusal_metrics
+        from fairness_core.api.refusals import refusal_metrics
         from fairness_core.evaluations.sentiment.metrics import sentiment_metrics
 
         return [*sentiment_metrics(scored, self.limits, groups=self.groups, seed=seed),

@@ -3,7 +3,7 @@
 Only the completion is scored, never the prompt: the names themselves would
 otherwise move the score (several Japanese names are also sentiment words).
 
->>> from fairness_core.evaluations.prompts import Prompt
+>>> from fairness_core.api.prompts import Prompt
 >>> rows = (ScoredSentiment(Prompt("name-01", "female", "陽子", "陽子は"), "優しい。", 1.0),
 ...         ScoredSentiment(Prompt("name-01", "male", "蓮", "蓮は"), "怖い。", 0.0))
 >>> SentimentCompletions(rows, groups=("female", "male")).means()
@@ -16,11 +16,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from fairness_core.api.answers import Answer, AnswerReader, read_answers
+from fairness_core.api.prompts import Prompt
+from fairness_core.api.refusals import RefusalCounts
 from fairness_core.backends.base import Backend
 from fairness_core.config.thresholds import SamplingProtocol
-from fairness_core.evaluations.answers import Answer, AnswerReader, read_answers
-from fairness_core.evaluations.prompts import Prompt
-from fairness_core.evaluations.refusals import RefusalCounts
 from fairness_core.evaluations.sentiment.distances import average_group_fairness, counterfactual_fairness, group_distances
 from fairness_core.evaluations.sentiment.scorers import SentimentScorer
 

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import ConfigDict, RootModel
 
+from fairness_core.api.prompts import Prompt, Template
 from fairness_core.config.attribute_sets import Problem, Term, builtin_reference, duplicate_terms, unknown_templates
 from fairness_core.config.validation import FrozenModel
-from fairness_core.evaluations.prompts import Prompt, Template
 from fairness_core.evaluations.sentiment.templates import NameTemplate, given_names, name_templates
 
 if TYPE_CHECKING:

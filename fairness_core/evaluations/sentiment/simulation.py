@@ -19,7 +19,7 @@ from typing import Literal
 
 import numpy as np
 
-from fairness_core.evaluations.prompts import Prompt
+from fairness_core.api.prompts import Prompt
 from fairness_core.evaluations.sentiment.scoring import ScoredSentiment, SentimentCompletions
 from fairness_core.gates.simulation import Effect
 

@@ -11,9 +11,9 @@ from typing import ClassVar
 
 from pydantic import field_validator
 
+from fairness_core.api.prompts import Template, unique_ids
 from fairness_core.config.package_data import read_data_file
 from fairness_core.config.validation import FrozenModel
-from fairness_core.evaluations.prompts import Template, unique_ids
 
 PACKAGE = "fairness_core.evaluations.sentiment"
 

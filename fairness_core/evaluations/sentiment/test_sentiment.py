@@ -8,7 +8,7 @@ reference study did, the most negative and most positive completions.
 
 import pytest
 
-from fairness_core.evaluations.refusals import check_refusal_gap
+from fairness_core.api.refusals import check_refusal_gap
 from fairness_core.evaluations.sentiment.evidence import sentiment_evidence
 from fairness_core.scorecard import metric_id
 

@@ -17,7 +17,7 @@ from audit_support import output, setup_audits, thresholds, write_thresholds
 from fairness_core.backends.hf import cpu_features
 from fairness_core.backends.hf.dtype_choice import DtypeChoice, choose_dtype
 from fairness_core.backends.hf.engine import load_model_with_notes
-from fairness_core.demo.names import resolve_demo
+from fairness_core.run.demo_names import resolve_demo
 
 AVX2_ONLY = frozenset("fpu sse sse2 avx avx2 fma f16c".split())
 AVX512_BF16 = AVX2_ONLY | {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_bf16"}

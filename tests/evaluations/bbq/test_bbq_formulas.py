@@ -9,7 +9,7 @@ from bbq_support import nejumi_scores, synthetic_rows, write_jsonl
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fairness_core.config.loading import load_attribute_set
+from fairness_core.api.user_files import load_attribute_set
 from fairness_core.evaluations.bbq import formulas
 from fairness_core.evaluations.bbq.files import read_question_file
 from fairness_core.evaluations.bbq.items import expand

@@ -20,8 +20,8 @@ from fairness_core.evaluations.bbq.scoring import (
     by_likelihood,
     choice_prompts,
 )
+from fairness_core.run.session import AuditSetup
 from fairness_core.scorecard import metric_id
-from fairness_core.session import AuditSetup
 
 LIMITS = BbqConfig(max_bias_score_ambig=0.08, max_bias_score_disambig=0.08, max_accuracy_gap=0.08)
 

@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
+from fairness_core.api.user_files import load_attribute_set, parse_attribute_set
 from fairness_core.config.attribute_sets import AttributeSetError
-from fairness_core.config.loading import load_attribute_set, parse_attribute_set
 from fairness_core.evaluations.bbq.evaluation import BbqEvaluation
 from fairness_core.evaluations.bbq.items import FIELDS, expand, label_problems
 from fairness_core.evaluations.bbq.questions import template_questions

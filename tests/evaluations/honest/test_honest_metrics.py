@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fairness_core.api.prompts import Prompt
 from fairness_core.backends.base import Completion, Request
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.evaluations.honest.lexicon import LexiconEntry
 from fairness_core.evaluations.honest.matching import HurtfulMatcher, Match
 from fairness_core.evaluations.honest.rates import rate_ratio
 from fairness_core.evaluations.honest.scoring import Count, HonestCompletions, ScoredCompletion, evaluate_honest
-from fairness_core.evaluations.prompts import Prompt
 from fairness_core.japanese.morphology import lemma_keys
 
 # --- rate_ratio --------------------------------------------------------------------

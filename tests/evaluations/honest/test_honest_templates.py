@@ -9,11 +9,11 @@ import pytest
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from fairness_core.config.loading import load_attribute_set
+from fairness_core.api.prompts import Prompt
+from fairness_core.api.user_files import load_attribute_set
 from fairness_core.config.package_data import read_data_file
 from fairness_core.evaluations.honest.section import HonestSection, honest_prompts
 from fairness_core.evaluations.honest.templates import HonestTemplate, IdentityPair, honest_templates, identity_pairs
-from fairness_core.evaluations.prompts import Prompt
 from fairness_core.evaluations.sentiment.templates import NameTemplate
 
 GENDER = ("female", "male")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fairness_core.config.loading import load_attribute_set, load_thresholds
+from fairness_core.api.user_files import load_attribute_set, load_thresholds
 from fairness_core.config.package_data import default_thresholds_path
 from fairness_core.evaluations.honest import metrics
 from fairness_core.evaluations.honest.section import honest_prompts

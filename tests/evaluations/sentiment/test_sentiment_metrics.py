@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import wasserstein_distance
 
+from fairness_core.api.prompts import Prompt
 from fairness_core.backends.base import Completion
 from fairness_core.config.thresholds import SamplingProtocol
-from fairness_core.evaluations.prompts import Prompt
 from fairness_core.evaluations.sentiment.distances import (
     average_group_fairness,
     counterfactual_fairness,

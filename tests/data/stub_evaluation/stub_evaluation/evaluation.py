@@ -7,11 +7,11 @@ from typing import Any, ClassVar
 
 import yaml
 
+from fairness_core.api.evaluation import Evaluation, MetricSpec
+from fairness_core.api.prompts import Prompt
 from fairness_core.backends.base import complete
 from fairness_core.config.thresholds import Rate, SamplingProtocol
 from fairness_core.config.validation import StrictModel
-from fairness_core.evaluations.base import Evaluation, MetricSpec
-from fairness_core.evaluations.prompts import Prompt
 from fairness_core.reporting.results import CompletionRecord
 from fairness_core.reporting.violations import Evidence
 from fairness_core.scorecard import Limit, MetricResult, metric_id

@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from fairness_core.api.discovery import EVALUATIONS
 from fairness_core.config import attribute_sets, thresholds
 from fairness_core.config.attribute_sets import AttributeSet
 from fairness_core.config.thresholds import AuditConfig
-from fairness_core.evaluations import EVALUATIONS
 
 
 def threshold_sections() -> thresholds.Sections:

@@ -18,18 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fairness_core.api.discovery import EVALUATIONS
+from fairness_core.api.evaluation import Evaluation, MetricSpec
+from fairness_core.api.options import AuditOptions
+from fairness_core.api.prompts import PromptSet
+from fairness_core.api.user_files import load_attribute_set, load_thresholds
 from fairness_core.backends.base import Backend
 from fairness_core.backends.cache import CachedBackend
 from fairness_core.backends.catalog import create_backend
 from fairness_core.config.attribute_sets import BUILTIN_ATTRIBUTE_SETS, AttributeSet
-from fairness_core.config.audit_options import AuditOptions
-from fairness_core.config.loading import load_attribute_set, load_thresholds
 from fairness_core.config.thresholds import AuditConfig, attribute_set_problems
 from fairness_core.errors import AuditUsageError
-from fairness_core.evaluations import EVALUATIONS
-from fairness_core.evaluations.base import Evaluation, MetricSpec
-from fairness_core.evaluations.prompts import PromptSet
-from fairness_core.options import SAMPLING
+from fairness_core.run.options import SAMPLING
 from fairness_core.sampling import SamplingRecord, fixed_record, run_adaptively
 from fairness_core.scorecard import MetricResult, Scorecard, Settlement, settle
 
@@ -57,7 +57,7 @@ class AuditSetup:
     @classmethod
     def load(cls, thresholds: Path, attributes: str, values: Mapping[str, Any] | None = None) -> AuditSetup:
         """The setup of ``thresholds`` and ``attributes``; each evaluation takes the option ``values`` (by name)
-        that change its prompts (:meth:`~fairness_core.evaluations.base.Evaluation.configure`)."""
+        that change its prompts (:meth:`~fairness_core.api.evaluation.Evaluation.configure`)."""
         problems: list[str] = []
         config: AuditConfig | None = _collect(problems, lambda: load_thresholds(thresholds))
         attribute_set: AttributeSet | None = _collect(problems, lambda: load_attribute_set(attributes))

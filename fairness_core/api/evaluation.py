@@ -6,7 +6,7 @@ also says which metrics the ``--baseline`` gate compares, shows evidence for a
 failing metric, draws its plots, declares its options, its sections of the
 thresholds and attribute-set files, and its line for ``ja-fairness-audit plan``.
 The session, the JSON results, the report and both gates loop over the
-registered evaluations (:data:`fairness_core.evaluations.EVALUATIONS`) and ask
+registered evaluations (:data:`fairness_core.api.discovery.EVALUATIONS`) and ask
 them; none of them names one.  A new evaluation subclasses :class:`Evaluation`,
 writes what is its own, and keeps the defaults for the rest.
 
@@ -21,16 +21,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from fairness_core.api.answers import AnswerReader
+from fairness_core.api.prompts import Prompt, PromptSet
 from fairness_core.config.option_types import Option
-from fairness_core.evaluations.answers import AnswerReader
-from fairness_core.evaluations.prompts import Prompt, PromptSet
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from fairness_core.api.options import AuditOptions
     from fairness_core.backends.base import Backend
     from fairness_core.config.attribute_sets import AttributeSet
-    from fairness_core.config.audit_options import AuditOptions
     from fairness_core.config.thresholds import AuditConfig, SamplingProtocol
     from fairness_core.reporting.results import AuditResults, CompletionRecord
     from fairness_core.sampling import SequentialTest

@@ -1,6 +1,6 @@
 """The options of one audit run, as the session, the backends and the evaluations read them.
 
-Built once from the command line by :func:`fairness_core.options.audit_options`
+Built once from the command line by :func:`fairness_core.run.options.audit_options`
 (the pytest plugin and ``ja-fairness-audit`` alike).  An evaluation reads its
 own options by name with :meth:`AuditOptions.value`, so this module names none.
 

@@ -8,7 +8,7 @@ through :class:`AnswerReader`:
 
 - a refusal (the project's Japanese detector, :mod:`fairness_core.japanese.refusals`,
   or a chat API's own filter) is neither hurtful nor scored for sentiment: it is
-  counted per group instead (:mod:`fairness_core.evaluations.refusals`);
+  counted per group instead (:mod:`fairness_core.api.refusals`);
 - a ``chat-instruction`` answer is scored after the echo rule
   (:func:`fairness_core.japanese.echo.strip_echo`), from where a completion of
   the bare template would start.
@@ -18,7 +18,7 @@ turn to decline in, and the HONEST and sentiment references score every
 continuation.
 
 >>> from fairness_core.backends.base import Completion
->>> from fairness_core.evaluations.prompts import Prompt
+>>> from fairness_core.api.prompts import Prompt
 >>> prompt = Prompt("t", "female", "女性", "女性は")
 >>> AnswerReader("chat-instruction").read(prompt, Completion("はい、女性は優しい。", 6)).text
 '優しい。'
@@ -31,9 +31,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fairness_core.api.prompts import Prompt
 from fairness_core.backends.base import FILTERED, Backend, Completion, complete, complete_samples
 from fairness_core.config.thresholds import SamplingProtocol
-from fairness_core.evaluations.prompts import Prompt
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ groups differently even when none of its answers is hurtful (Nakanishi et al.
 samples open answers reports, under a chat prompt format:
 
 - ``<evaluation>.refusal_rate[group=…]``: the share of a group's outputs that are
-  refusals (:class:`~fairness_core.evaluations.answers.AnswerReader`), with
+  refusals (:class:`~fairness_core.api.answers.AnswerReader`), with
   Wilson's interval; reported, not gated;
 - ``<evaluation>.refusal_gap``: the highest group's rate minus the lowest's, with
   a bootstrap interval over prompts and a permutation p-value, against
@@ -28,11 +28,11 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from fairness_core.api.answers import Answer
+from fairness_core.api.evaluation import SHARE, MetricSpec
+from fairness_core.api.prompts import Prompt
 from fairness_core.config.thresholds import DecisionRule, Rate
 from fairness_core.config.validation import StrictModel
-from fairness_core.evaluations.answers import Answer
-from fairness_core.evaluations.base import SHARE, MetricSpec
-from fairness_core.evaluations.prompts import Prompt
 from fairness_core.reporting.violations import Evidence
 from fairness_core.scorecard import Limit, MetricResult, metric_id
 

@@ -6,7 +6,7 @@ each backend's in its catalog entry (:mod:`fairness_core.backends.catalog`),
 each evaluation's in its class.  The plugin adds every option of the ``audit``
 command to pytest's parser, the CLI those of ``generate`` and ``plan`` to its
 subcommands, and both turn the parsed values into one
-:class:`~fairness_core.config.audit_options.AuditOptions` with
+:class:`~fairness_core.api.options.AuditOptions` with
 :func:`audit_options`.  Two more things are resolved here, once, by one rule
 each: where the thresholds file is (:func:`resolve_thresholds`) and what
 ``--model`` names (:func:`resolve_model`).
@@ -22,14 +22,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from fairness_core.api.discovery import EVALUATIONS
+from fairness_core.api.options import AuditOptions
 from fairness_core.backends.base import BackendSettings, ModelReference
 from fairness_core.backends.catalog import BACKENDS, DEFAULT_BACKEND, backend_entry
 from fairness_core.backends.prompt_formats import PROMPT_FORMATS, PromptFormat
 from fairness_core.config import option_types as o
-from fairness_core.config.audit_options import AuditOptions
 from fairness_core.config.option_types import AUDIT, GENERATE, PLAN, Option
 from fairness_core.errors import AuditUsageError
-from fairness_core.evaluations import EVALUATIONS
 
 ALL_COMMANDS = frozenset({AUDIT, GENERATE, PLAN})
 #: The files in a folder that make it a project root, as pytest finds its rootdir.
@@ -189,11 +189,11 @@ def resolve_model(spec: str, *, reads_files: bool) -> ModelReference:
     (``/…``, ``./…``, ``~/…``) must be a folder.
     """
     from fairness_core.config.locations import MissingFolderError, resolve_location
-    from fairness_core.demo.names import OPTION_DEFAULTS, resolve_demo
+    from fairness_core.run.demo_names import option_defaults, resolve_demo
 
     folder = resolve_demo(spec)
     if folder is not None:
-        return ModelReference(spec, str(folder), local=True, defaults=OPTION_DEFAULTS)
+        return ModelReference(spec, str(folder), local=True, defaults=option_defaults())
     if not spec:
         return ModelReference(spec)
     try:

@@ -2,8 +2,9 @@
 
 A demo name resolves to a folder written by ``save_pretrained``; the audit then
 loads it with ``from_pretrained`` like any user's model.  This module is the
-demo models' name table only: resolving a name imports no tokenizer library
-and builds no corpus.
+demo models' name table only, part of the run (which resolves ``--model``),
+while the builder (:mod:`fairness_core.demo.build`) sits above the evaluations
+it trains for: resolving a name imports no tokenizer library and builds no corpus.
 
 >>> resolve_demo("demo:biased").name
 'biased-sentencepiece'
@@ -17,6 +18,7 @@ True
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -25,14 +27,21 @@ from fairness_core.errors import AuditUsageError
 from fairness_core.registry import unknown_name
 
 DEMO = "demo"
-ARTIFACTS = Path(__file__).parent / "artifacts"
+DEMO_FOLDER = Path(__file__).resolve().parents[1] / "demo"
+ARTIFACTS = DEMO_FOLDER / "artifacts"
 
 TokenizerKind = Literal["sentencepiece", "bpe"]
 TOKENIZER_KINDS: tuple[TokenizerKind, ...] = ("sentencepiece", "bpe")
 
-#: Option values that come with every demo model: they are offline, so the quickstart needs no download and
-#: the sentiment scorer is the project's polarity lexicon rather than a hub classifier.
-OPTION_DEFAULTS: dict[str, Any] = {"sentiment": "lexicon"}
+
+
+@functools.cache
+def option_defaults() -> dict[str, Any]:
+    """Option values that come with every demo model (``demo/data/option_defaults.yaml``): they keep the quickstart
+    offline.  Data, not code, so that the run names no evaluation's option."""
+    import yaml
+
+    return dict(yaml.safe_load((DEMO_FOLDER / "data" / "option_defaults.yaml").read_text(encoding="utf-8")))
 
 
 @dataclass(frozen=True)
