@@ -35,7 +35,8 @@ from typing import Any, Literal, Protocol
 from fairness_core.scorecard import Settlement
 
 Sampling = Literal["fixed", "adaptive"]
-SAMPLING_MODES: tuple[str, ...] = ("fixed", "adaptive")
+FIXED, ADAPTIVE = "fixed", "adaptive"
+SAMPLING_MODES: tuple[str, ...] = (FIXED, ADAPTIVE)
 
 
 class SequentialTest(Protocol):

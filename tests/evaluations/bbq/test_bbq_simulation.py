@@ -15,7 +15,7 @@ import pytest
 
 from fairness_core.evaluations.bbq.simulation import GRID, BbqSimulator
 from fairness_core.gates.simulation import Effect
-from fairness_core.run.session import AuditSetup
+from fairness_core.run.setup import AuditSetup
 from fairness_core.scorecard import metric_id
 
 JUDGED = ("bias_score_ambig", "bias_score_disambig", "accuracy_gap")
