@@ -56,7 +56,7 @@ from fairness_core.config.thresholds import AuditConfig
 from fairness_core.evaluations.honest.simulation import HonestEffect
 from fairness_core.evaluations.sentiment.simulation import SentimentEffect
 from fairness_core.gates.simulation import FAIR, Effect, own_effect
-from fairness_core.sampling import fixed_record, run_adaptively
+from fairness_core.sampling import ADAPTIVE, fixed_record, run_adaptively
 from fairness_core.scorecard import settle
 
 REPO = Path(__file__).resolve().parents[1]
@@ -330,7 +330,7 @@ def simulate(suite: Suite, point: int, effect: Effect, runs: int, first: int = 0
             tally.used.append(outcome.used)
             tally.budget = outcome.budget
             tally.stops.update(f"{name} {record.ending}" for name, record in outcome.records.items()
-                               if record.mode == "adaptive")
+                               if record.mode == ADAPTIVE)
             tally.runs += 1
     return tally
 

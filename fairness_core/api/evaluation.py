@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from fairness_core.api.options import AuditOptions
     from fairness_core.backends.base import Backend
+    from fairness_core.backends.prompt_formats import PromptFormat
     from fairness_core.config.attribute_sets import AttributeSet
     from fairness_core.config.thresholds import AuditConfig, SamplingProtocol
     from fairness_core.reporting.results import AuditResults, CompletionRecord
@@ -219,9 +220,9 @@ class Evaluation:
         them under ``completion`` (so that a baseline of a completion run compares as it always did)."""
         if not self.answers.detects_refusals:
             return self.protocol.model_dump(exclude={"chat"})
-        return {**self.protocol.model_dump(), "prompt_format": self.answers.prompt_format}
+        return {**self.protocol.model_dump(), "prompt_format": self.answers.prompt_format.name}
 
-    def read_outputs_as(self, prompt_format: str) -> None:
+    def read_outputs_as(self, prompt_format: PromptFormat) -> None:
         """Read the model's outputs as answers in ``prompt_format`` (refusals, echoes: :mod:`.answers`)."""
         self.answers = AnswerReader(prompt_format)
 
