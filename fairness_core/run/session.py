@@ -47,7 +47,7 @@ class AuditSession:
         problems: list[str] = []
         self.backend = backend or collect(problems, lambda: open_backend(options))
         for evaluation in self.evaluations.values():
-            evaluation.read_outputs_as(options.settings.prompt_format.name)
+            evaluation.read_outputs_as(options.settings.prompt_format)
             collect(problems, functools.partial(evaluation.load, options))
         self.baseline_source = baseline
         # Without a backend there is no provenance to compare the baseline with; its problem is reported already.

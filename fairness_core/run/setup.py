@@ -42,8 +42,8 @@ class AuditSetup:
 
     @classmethod
     def load(cls, thresholds: Path, attributes: str, values: Mapping[str, Any] | None = None) -> AuditSetup:
-        """The setup of ``thresholds`` and ``attributes``; each evaluation takes the option ``values`` (by name)
-        that change its prompts (:meth:`~fairness_core.api.evaluation.Evaluation.configure`)."""
+        """The setup of ``thresholds`` and ``attributes``; each evaluation is built with the option ``values`` (by
+        name), which may change its prompts (:class:`~fairness_core.api.evaluation.Evaluation`)."""
         problems: list[str] = []
         config: AuditConfig | None = collect(problems, lambda: load_thresholds(thresholds))
         attribute_set: AttributeSet | None = collect(problems, lambda: load_attribute_set(attributes))
@@ -65,9 +65,9 @@ class AuditSetup:
             problems += classes[name].config_problems(config.section(name), attribute_set, where=where)
         if problems:
             raise AuditSetupError(problems)
-        evaluations = {name: classes[name](config, attribute_set) for name in supported}
-        for evaluation in evaluations.values():
-            collect(problems, functools.partial(evaluation.configure, values or {}))
+        built = {name: collect(problems, functools.partial(classes[name], config, attribute_set, values or {}))
+                 for name in supported}
+        evaluations = {name: evaluation for name, evaluation in built.items() if evaluation is not None}
         problems += [f"The attribute set {attribute_set.name!r} ({attribute_set.source}) leaves the {name} evaluation "
                      f"nothing to ask: its {name} section excludes every template, or has no term"
                      for name, evaluation in evaluations.items() if not evaluation.asks_something()]

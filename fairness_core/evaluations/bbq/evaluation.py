@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from fairness_core.api.evaluation import Evaluation, MetricSpec
 from fairness_core.config.option_types import AUDIT, GENERATE, PLAN, Option, one_of
 from fairness_core.evaluations.bbq.config import BbqConfig
+from fairness_core.evaluations.bbq.scoring import GENERATED_CHOICE, LIKELIHOOD, SCORERS
 from fairness_core.evaluations.bbq.section import BbqSection
 
 if TYPE_CHECKING:
@@ -53,14 +54,23 @@ class BbqEvaluation(Evaluation):
                "Leaderboard 4 scores", one_of("nejumi"), default_text="every item", commands=ALL_COMMANDS),
         Option("--bbq-scorer", "likelihood (each option's log-probability; base models, in process or a server that "
                "echoes prompt log-probabilities) or generated-choice (Nejumi's prompt, the answer's index generated; "
-               "any backend)", one_of("likelihood", "generated-choice"), "likelihood", commands=ALL_COMMANDS),
+               "any backend)", one_of(*SCORERS), LIKELIHOOD, commands=ALL_COMMANDS),
     )
 
-    def __init__(self, config: AuditConfig, attributes: AttributeSet):
-        self.attributes = attributes
-        self.scorer = "likelihood"
-        super().__init__(config, attributes)
-        self.groups = self.questions.categories
+    def __init__(self, config: AuditConfig, attributes: AttributeSet, values: Mapping[str, Any]):
+        """The questions of ``--bbq-file`` (``--bbq-subset``) or of the attribute set's templates, asked the way
+        ``--bbq-scorer`` says; the groups are the questions' categories."""
+        from fairness_core.evaluations.bbq.questions import asked_questions
+        from fairness_core.evaluations.bbq.scoring import choice_prompts
+
+        path = values.get("bbq_file")
+        self.scorer: str = values.get("bbq_scorer") or LIKELIHOOD
+        self.questions: QuestionSet = asked_questions(attributes, path=str(path) if path else None,
+                                                      subset=values.get("bbq_subset"),
+                                                      few_shots=config.section(self.name).few_shots)
+        #: Each item's Nejumi prompt by item key: the generated-choice scorer's questions.
+        self.choice_prompts: dict[str, Prompt] = choice_prompts(self.questions.items, self.questions.shots)
+        super().__init__(config, attributes, values)
 
     @classmethod
     def supports(cls, attributes: AttributeSet) -> bool:
@@ -69,40 +79,19 @@ class BbqEvaluation(Evaluation):
 
         return bool(applicable_templates(attributes)[0])
 
+    def build_groups(self, attributes: AttributeSet) -> tuple[str, ...]:
+        return self.questions.categories
+
     def build_prompts(self, attributes: AttributeSet) -> tuple[Prompt, ...]:
-        from fairness_core.evaluations.bbq.questions import template_questions
-
-        self.questions: QuestionSet = template_questions(attributes, few_shots=self.limits.few_shots)
-        return self._prompts()
-
-    def _prompts(self) -> tuple[Prompt, ...]:
         """What the run generates: the distinct generated-choice prompts, or nothing (the likelihood scorer generates
         no text), so that ``generate`` and ``plan`` ask what the audit asks."""
-        from fairness_core.evaluations.bbq.scoring import choice_prompts
-
-        self.choice_prompts = choice_prompts(self.questions.items, self.questions.shots)
-        if self.scorer != "generated-choice":
+        if self.scorer != GENERATED_CHOICE:
             return ()
         return tuple({p.text: p for p in self.choice_prompts.values()}.values())
 
     def asks_something(self) -> bool:
         """Questions, whether or not the scorer generates text for them (the likelihood scorer generates none)."""
         return bool(self.questions.items)
-
-    def configure(self, values: Mapping[str, Any]) -> None:
-        """``--bbq-file`` (and ``--bbq-subset``) replace the questions; ``--bbq-scorer`` picks how answers are had."""
-        from fairness_core.evaluations.bbq.files import QuestionFileError, read_question_file
-        from fairness_core.evaluations.bbq.questions import file_questions
-
-        self.scorer = values.get("bbq_scorer") or "likelihood"
-        path, subset = values.get("bbq_file"), values.get("bbq_subset")
-        if subset and not path:
-            raise QuestionFileError("--bbq-subset=nejumi takes its items from a --bbq-file: give the JBBQ file too.")
-        if path:
-            self.questions = file_questions(read_question_file(str(path)), subset=subset,
-                                            few_shots=self.limits.few_shots)
-            self.groups = self.questions.categories
-        self.prompts = self._prompts()
 
     def test_parameters(self) -> dict[str, list[str]]:
         categories = list(self.questions.categories)
@@ -132,7 +121,7 @@ class BbqEvaluation(Evaluation):
     def run(self, backend: Backend) -> BbqAnswers:
         from fairness_core.evaluations.bbq.scoring import by_choice, by_likelihood
 
-        if self.scorer == "likelihood":
+        if self.scorer == LIKELIHOOD:
             return by_likelihood(backend, self.questions.items, self.limits.normalization)
         return by_choice(backend, self.questions.items, self.choice_prompts, self.protocol)
 
@@ -148,7 +137,7 @@ class BbqEvaluation(Evaluation):
 
     def provenance(self) -> dict[str, Any]:
         scorer: dict[str, Any] = {"scorer": self.scorer}
-        if self.scorer == "likelihood":
+        if self.scorer == LIKELIHOOD:
             scorer["normalization"] = self.limits.normalization
         else:
             scorer.update(protocol=self.protocol_provenance(), few_shots=self.limits.few_shots)
@@ -157,7 +146,7 @@ class BbqEvaluation(Evaluation):
 
     def describe(self) -> str:
         questions = self.questions
-        if self.scorer == "likelihood":
+        if self.scorer == LIKELIHOOD:
             how = (f"likelihood scorer ({self.limits.normalization.replace('_', '-')} log-probability of each option, "
                    f"{3 * len(questions.items)} texts scored)")
         else:

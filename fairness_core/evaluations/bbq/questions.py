@@ -22,7 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fairness_core.config.attribute_sets import AttributeSet
-from fairness_core.evaluations.bbq.files import NEJUMI_SHOT_POSITIONS, QuestionFile, nejumi_shots, nejumi_split
+from fairness_core.evaluations.bbq.files import (
+    NEJUMI_SHOT_POSITIONS,
+    QuestionFile,
+    QuestionFileError,
+    nejumi_shots,
+    nejumi_split,
+    read_question_file,
+)
 from fairness_core.evaluations.bbq.items import Item, expand
 from fairness_core.evaluations.bbq.section import BbqSection
 from fairness_core.evaluations.bbq.templates import QuestionTemplate, builtin_templates, unknown_answers
@@ -51,6 +58,16 @@ class QuestionSet:
                 "templates": list(dict.fromkeys(item.template_id for item in self.items)),
                 "shots": {c: [s.key for s in shots] for c, shots in self.shots.items()},
                 **({"left_out": list(self.left_out)} if self.left_out else {})}
+
+
+def asked_questions(attributes: AttributeSet, *, path: str | None, subset: str | None, few_shots: int) -> QuestionSet:
+    """The questions a run asks: those of ``--bbq-file`` ``path`` (``--bbq-subset`` ``subset`` of them), else the
+    attribute set's templates; a subset without a file is a usage error."""
+    if subset and not path:
+        raise QuestionFileError(f"--bbq-subset={subset} takes its items from a --bbq-file: give the JBBQ file too.")
+    if path:
+        return file_questions(read_question_file(path), subset=subset, few_shots=few_shots)
+    return template_questions(attributes, few_shots=few_shots)
 
 
 def applicable_templates(attributes: AttributeSet) -> tuple[tuple[QuestionTemplate, ...], tuple[str, ...]]:
