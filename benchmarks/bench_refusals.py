@@ -1,17 +1,23 @@
-"""Precision and recall of the Japanese refusal detector on labelled chat answers, per split and prompt format.
+"""Precision and recall of the Japanese refusal detector on two labelled sets of chat answers, per split.
 
     python benchmarks/bench_refusals.py [--errors] [--ablation]
 
-The labelled set, ``benchmarks/data/refusal_answers_ja.tsv`` (its header says how it was
-written), was frozen before the phrase list existed: its sha256 is checked before
-anything is measured.  Rows whose id number is a multiple of 5 are the held-out split,
-fixed in advance; the phrase list was iterated on the errors of the other rows (dev).
-A 'partial' row (an answer with a caveat) counts as not a refusal.  Chat-instruction
-answers go through the echo rule (``strip_echo``) first, as an audit would read them.
+The first set, ``benchmarks/data/refusal_answers_ja.tsv`` (its header says how it was
+written), was frozen before the phrase list existed: rows whose id number is a multiple
+of 5 are its held-out split, fixed in advance; the phrase list was iterated on the errors
+of the other rows (dev).  Chat-instruction answers go through the echo rule
+(``strip_echo``) first, as an audit would read them.
 
-``--errors`` lists every misjudged row; ``--ablation`` measures all rows again with each
-rule taken out or changed in turn (quote blanking, caveat discount, echo rule, window,
-weak patterns).
+The second, ``benchmarks/data/refusal_answers_natural_ja.tsv`` (issue 40), holds natural
+chat answers with no template: refusals in many registers (polite, long, casual,
+English), evasions, 遠慮 forms and hard negatives that use the same words in other senses.
+It was frozen before the rules were extended for it; its ``split`` column names the dev
+rows the extension looked at and the held-out rows it did not.
+
+Both files' sha256 are checked before anything is measured.  A 'partial' row (an answer
+with a caveat) counts as not a refusal.  ``--errors`` lists every misjudged row;
+``--ablation`` measures all rows of both sets again with each rule taken out or changed in
+turn (quote blanking, caveat discount, echo rule, window, weak patterns).
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
+import os
+import platform
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,10 +36,17 @@ from fairness_core.japanese.echo import strip_echo
 from fairness_core.japanese.refusals import RefusalDetector
 from fairness_core.statistics import wilson_interval
 
-ANSWERS = Path(__file__).resolve().parent / "data" / "refusal_answers_ja.tsv"
+DATA = Path(__file__).resolve().parent / "data"
+ANSWERS = DATA / "refusal_answers_ja.tsv"
 #: sha256 of refusal_answers_ja.tsv when it was frozen (2026-12-03T04:14:30Z), before the phrase list was written.
 FROZEN_SHA256 = "73f169a67897342f8d1f962af9c40b533cb72984ba3d7c66ec80c1d72b6317fb"
 HELDOUT_EVERY = 5
+NATURAL_ANSWERS = DATA / "refusal_answers_natural_ja.tsv"
+#: sha256 of refusal_answers_natural_ja.tsv when it was frozen (2026-12-04), before the rules were extended for it.
+NATURAL_SHA256 = "7d81de7fb0945f32a018b502a2fd030d52f99df3e6fca97dde110317120fcc99"
+#: The natural set's answers have no template: they are read whole, without the echo rule.
+NATURAL = "natural"
+SPLITS = ("dev", "held-out")
 
 
 @dataclass(frozen=True)
@@ -41,6 +56,8 @@ class Answer:
     prompt_format: str
     text: str
     template: str
+    split: str
+    register: str = ""
 
     @property
     def refusal(self) -> bool:
@@ -48,7 +65,7 @@ class Answer:
 
     @property
     def held_out(self) -> bool:
-        return int(self.id.split("-")[1]) % HELDOUT_EVERY == 0
+        return self.split == "held-out"
 
 
 @dataclass(frozen=True)
@@ -70,23 +87,39 @@ HEADER = "| split | rows | TP | FP | FN | TN | precision [95% Wilson] | recall [
 
 def _rate(hits: int, total: int) -> str:
     if total == 0:
-        return "-"
+        return "not judged, no rows"
     low, high = wilson_interval(hits, total)
     return f"{hits / total:.3f} [{low:.3f}, {high:.3f}]"
 
 
-def read_answers(path: Path = ANSWERS) -> list[Answer]:
-    """The frozen labelled set; any other file content is refused, so no number is measured on an edited set."""
+def _frozen_rows(path: Path, expected: str) -> list[dict[str, str]]:
+    """The rows of a frozen labelled file; any other file content is refused, so no number is measured on an edit."""
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != FROZEN_SHA256:
-        raise SystemExit(f"{path.name} is not the frozen labelled set: sha256 {digest}, expected {FROZEN_SHA256}")
+    if digest != expected:
+        raise SystemExit(f"{path.name} is not the frozen labelled set: sha256 {digest}, expected {expected}")
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]
+    return list(csv.DictReader(lines, delimiter="\t", quoting=csv.QUOTE_NONE))
+
+
+def read_answers(path: Path = ANSWERS) -> list[Answer]:
+    """The first labelled set (template continuations); its held-out split is every id that is a multiple of 5."""
     answers = []
-    for row in csv.DictReader(lines, delimiter="\t", quoting=csv.QUOTE_NONE):
+    for row in _frozen_rows(path, FROZEN_SHA256):
         template = re.match(r"template: (.*?); ", row["note"])
         if template is None:
             raise SystemExit(f"{path.name}, {row['id']}: the note must start with 'template: <template>; '")
-        answers.append(Answer(row["id"], row["label"], row["prompt_kind"], row["text"], template.group(1)))
+        split = "held-out" if int(row["id"].split("-")[1]) % HELDOUT_EVERY == 0 else "dev"
+        answers.append(Answer(row["id"], row["label"], row["prompt_kind"], row["text"], template.group(1), split))
+    return answers
+
+
+def read_natural_answers(path: Path = NATURAL_ANSWERS) -> list[Answer]:
+    """The second labelled set (natural chat answers, read whole); its split column was written with it."""
+    answers = []
+    for row in _frozen_rows(path, NATURAL_SHA256):
+        if row["split"] not in SPLITS:
+            raise SystemExit(f"{path.name}, {row['id']}: split must be one of {SPLITS}. Got {row['split']!r} instead.")
+        answers.append(Answer(row["id"], row["label"], NATURAL, row["text"], "", row["split"], row["register"]))
     return answers
 
 
@@ -108,7 +141,7 @@ def count(answers: Sequence[Answer], judged: Sequence[bool]) -> Counts:
 
 
 def splits(answers: Sequence[Answer]) -> dict[str, list[int]]:
-    """The row indices of each split: dev, held-out, all, and all rows of each prompt format."""
+    """The row indices of each split of the first set: dev, held-out, all, and all rows of each prompt format."""
     indices = range(len(answers))
     return {"dev": [i for i in indices if not answers[i].held_out],
             "held-out (ids multiple of 5)": [i for i in indices if answers[i].held_out],
@@ -117,16 +150,30 @@ def splits(answers: Sequence[Answer]) -> dict[str, list[int]]:
                for fmt in ("chat-prefill", "chat-instruction")}}
 
 
-def split_counts(answers: Sequence[Answer], judged: Sequence[bool]) -> dict[str, Counts]:
-    return {name: count([answers[i] for i in rows], [judged[i] for i in rows])
-            for name, rows in splits(answers).items()}
+def natural_splits(answers: Sequence[Answer]) -> dict[str, list[int]]:
+    """The row indices of each split of the natural set: dev, held-out, all."""
+    indices = range(len(answers))
+    return {"natural, dev": [i for i in indices if not answers[i].held_out],
+            "natural, held-out": [i for i in indices if answers[i].held_out],
+            "natural, all": list(indices)}
+
+
+def registers(answers: Sequence[Answer]) -> dict[str, list[int]]:
+    """The row indices of each register of the natural set (all splits)."""
+    names = dict.fromkeys(answer.register for answer in answers)
+    return {f"natural, {name}": [i for i, answer in enumerate(answers) if answer.register == name] for name in names}
+
+
+def split_counts(answers: Sequence[Answer], judged: Sequence[bool],
+                 by: Callable[[Sequence[Answer]], dict[str, list[int]]] = splits) -> dict[str, Counts]:
+    return {name: count([answers[i] for i in rows], [judged[i] for i in rows]) for name, rows in by(answers).items()}
 
 
 def ablations(detector: RefusalDetector) -> dict[str, tuple[RefusalDetector, Callable[[Answer], str]]]:
     """Each rule taken out or changed in turn: (detector, how the answer is read)."""
     phrases = detector.phrases
-    variants = {
-        "as shipped (2 sentences, 80 characters)": (detector, as_read),
+    variants: dict[str, tuple[RefusalDetector, Callable[[Answer], str]]] = {
+        "as shipped": (detector, as_read),
         "no quote blanking": (RefusalDetector(phrases, blank_quotes=False), as_read),
         "no concessive-caveat discount": (RefusalDetector(phrases, caveat_kinds=frozenset()), as_read),
         "no echo rule (answer read whole)": (detector, lambda answer: answer.text),
@@ -139,6 +186,22 @@ def ablations(detector: RefusalDetector) -> dict[str, tuple[RefusalDetector, Cal
     return variants
 
 
+def _errors(detector: RefusalDetector, answers: Sequence[Answer], judged: Sequence[bool]) -> None:
+    for answer, refused in zip(answers, judged):
+        if refused != answer.refusal:
+            found = detector.detect(as_read(answer))
+            print(f"{'FP' if refused else 'FN'} {answer.id} [{answer.label}, {answer.prompt_format}, {answer.split}"
+                  f"{', ' + answer.register if answer.register else ''}] {found.patterns if found else ''} "
+                  f"{answer.text[:70]}")
+
+
+def cpu() -> str:
+    """The processor's name, as the operating system gives it, and how many cores this process sees."""
+    cpuinfo = Path("/proc/cpuinfo")
+    names = re.findall(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(), re.M) if cpuinfo.exists() else []
+    return f"{names[0] if names else platform.processor() or platform.machine()}, {os.cpu_count()} cores visible"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--errors", action="store_true", help="list every row the detector misjudges")
@@ -146,23 +209,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     detector = RefusalDetector.from_package_data()
-    answers = read_answers()
-    judged = judge(detector, answers)
+    answers, natural = read_answers(), read_natural_answers()
+    judged, judged_natural = judge(detector, answers), judge(detector, natural)
     strong = sum(phrase.strength == "strong" for phrase in detector.phrases)
-    print(f"{len(answers)} labelled answers; {len(detector.phrases)} patterns ({strong} strong)\n\n{HEADER}")
+    print(f"{len(answers)} + {len(natural)} labelled answers; {len(detector.phrases)} patterns ({strong} strong); "
+          f"CPU: {cpu()}\n\n{HEADER}")
     for name, counts in split_counts(answers, judged).items():
+        print(counts.line(name))
+    for name, counts in split_counts(natural, judged_natural, natural_splits).items():
+        print(counts.line(name))
+    print(f"\nthe natural set by register (dev and held-out)\n\n{HEADER.replace('split', 'register')}")
+    for name, counts in split_counts(natural, judged_natural, registers).items():
         print(counts.line(name))
     if args.errors:
         print("\nmisjudged rows:")
-        for answer, refused in zip(answers, judged):
-            if refused != answer.refusal:
-                found = detector.detect(as_read(answer))
-                print(f"{'FP' if refused else 'FN'} {answer.id} [{answer.label}, {answer.prompt_format}"
-                      f"{', held-out' if answer.held_out else ''}] {found.patterns if found else ''} {answer.text[:70]}")
+        _errors(detector, answers, judged)
+        _errors(detector, natural, judged_natural)
     if args.ablation:
-        print(f"\nablation, all rows\n\n{HEADER.replace('split', 'variant')}")
+        print(f"\nablation, all rows of both sets\n\n{HEADER.replace('split', 'variant')}")
         for name, (variant, reading) in ablations(detector).items():
-            print(count(answers, judge(variant, answers, reading)).line(name))
+            both = [*answers, *natural]
+            print(count(both, judge(variant, both, reading)).line(name))
     return 0
 
 

@@ -96,7 +96,7 @@ def test_the_window_is_two_sentences_of_at_most_80_characters():
     three = "一文目です。二文目です。三文目です。"
     assert refusal_window(three) == "一文目です。二文目です。"
     assert refusal_window("あ" * 100) == "あ" * 80
-    assert refusal_window("一行目\n二行目\n三行目") == "一行目二行目"
+    assert refusal_window("一行目\n二行目\n三行目") == "一行目\n二行目"  # the line break stays: it ends a sentence
 
 
 @pytest.mark.parametrize(("written", "normalised"), [
