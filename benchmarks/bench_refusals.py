@@ -17,7 +17,8 @@ rows the extension looked at and the held-out rows it did not.
 Both files' sha256 are checked before anything is measured.  A 'partial' row (an answer
 with a caveat) counts as not a refusal.  ``--errors`` lists every misjudged row;
 ``--ablation`` measures all rows of both sets again with each rule taken out or changed in
-turn (quote blanking, caveat discount, echo rule, window, weak patterns).
+turn (quote blanking, caveat discount, echo rule, window, the apology-opened sentence,
+weak patterns, final patterns and their sentence-end check).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import os
 import platform
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fairness_core.japanese.echo import strip_echo
@@ -177,7 +178,13 @@ def ablations(detector: RefusalDetector) -> dict[str, tuple[RefusalDetector, Cal
         "no quote blanking": (RefusalDetector(phrases, blank_quotes=False), as_read),
         "no concessive-caveat discount": (RefusalDetector(phrases, caveat_kinds=frozenset()), as_read),
         "no echo rule (answer read whole)": (detector, lambda answer: answer.text),
-        "strong patterns only": (RefusalDetector([p for p in phrases if p.strength == "strong"]), as_read),
+        "no weak patterns (strong and final only)": (RefusalDetector([p for p in phrases if p.strength != "weak"]),
+                                                     as_read),
+        "final patterns read as strong (no sentence-end or morpheme check)": (
+            RefusalDetector([replace(p, strength="strong") if p.strength == "final" else p for p in phrases]), as_read),
+        "no final patterns": (RefusalDetector([p for p in phrases if p.strength != "final"]), as_read),
+        "apology-opened first sentence not read to its end": (RefusalDetector(phrases, apology_sentence_chars=0),
+                                                               as_read),
     }
     for sentences, chars in [(1, 80), (2, 40), (2, 60), (2, 120), (3, 120)]:
         variants[f"window {sentences} sentence{'s' if sentences > 1 else ''}, {chars} characters"] = (

@@ -106,7 +106,8 @@ class RefusalDetector:
     """Tells refusals from answers; build it once (``from_package_data``) and call ``detect`` per text."""
 
     def __init__(self, phrases: Sequence[RefusalPhrase], *, window_sentences: int = WINDOW_SENTENCES,
-                 window_chars: int = WINDOW_CHARS, blank_quotes: bool = True, caveat_kinds: frozenset[str] = CAVEAT_KINDS):
+                 window_chars: int = WINDOW_CHARS, apology_sentence_chars: int = APOLOGY_SENTENCE_CHARS,
+                 blank_quotes: bool = True, caveat_kinds: frozenset[str] = CAVEAT_KINDS):
         """The keyword arguments exist to measure each rule's effect (``benchmarks/bench_refusals.py --ablation``)."""
         ids = [phrase.id for phrase in phrases]
         duplicates = sorted({id_ for id_ in ids if ids.count(id_) > 1})
@@ -115,6 +116,7 @@ class RefusalDetector:
         self.phrases = tuple(phrases)
         self.window_sentences = window_sentences
         self.window_chars = window_chars
+        self.apology_sentence_chars = apology_sentence_chars
         self.blank_quotes = blank_quotes
         self.caveat_kinds = caveat_kinds
 
@@ -126,7 +128,7 @@ class RefusalDetector:
     def detect(self, text: str) -> Refusal | None:
         """The refusal ``text`` opens with, or None when it is an answer (with or without a caveat)."""
         window, cut = _window(text, sentences=self.window_sentences, chars=self.window_chars,
-                              blank_quotes=self.blank_quotes)
+                              apology_chars=self.apology_sentence_chars, blank_quotes=self.blank_quotes)
         strong, weak = [], []
         for phrase in self.phrases:
             matches = list(phrase.pattern.finditer(window))
@@ -154,10 +156,11 @@ def refusal_window(text: str, *, sentences: int = WINDOW_SENTENCES, chars: int =
     >>> refusal_window("「お答えできません」と彼は言った。二文目。三文目。")
     '「」と彼は言った。二文目。'
     """
-    return _window(text, sentences=sentences, chars=chars, blank_quotes=blank_quotes)[0]
+    return _window(text, sentences=sentences, chars=chars, apology_chars=APOLOGY_SENTENCE_CHARS,
+                   blank_quotes=blank_quotes)[0]
 
 
-def _window(text: str, *, sentences: int, chars: int, blank_quotes: bool) -> tuple[str, bool]:
+def _window(text: str, *, sentences: int, chars: int, apology_chars: int, blank_quotes: bool) -> tuple[str, bool]:
     """The window, and whether the character limit cut it (then its last sentence has no known end)."""
     body = normalize(text)
     if blank_quotes:
@@ -166,7 +169,7 @@ def _window(text: str, *, sentences: int, chars: int, blank_quotes: bool) -> tup
     joined = "".join(part if SENTENCE_END.search(part[-1:]) else part + "\n" for part in parts).strip()
     limit = chars
     if parts and APOLOGY_OPENING.match(parts[0].strip()):
-        limit = max(chars, min(len(parts[0].strip()), APOLOGY_SENTENCE_CHARS))
+        limit = max(chars, min(len(parts[0].strip()), apology_chars))
     return joined[:limit].strip(), len(joined) > limit
 
 
