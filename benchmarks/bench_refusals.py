@@ -14,7 +14,10 @@ English), evasions, 遠慮 forms and hard negatives that use the same words in o
 It was frozen before the rules were extended for it; its ``split`` column names the dev
 rows the extension looked at and the held-out rows it did not.
 
-Both files' sha256 are checked before anything is measured.  A 'partial' row (an answer
+The 1105 sentences of the other benchmarks' labelled files (hurtful-word matching, sentiment),
+none a refusal, give a false-positive rate on text written without the refusal rules in mind.
+
+Both refusal sets' sha256 are checked before anything is measured.  A 'partial' row (an answer
 with a caveat) counts as not a refusal.  ``--errors`` lists every misjudged row;
 ``--ablation`` measures all rows of both sets again with each rule taken out or changed in
 turn (quote blanking, caveat discount, echo rule, window, the apology-opened sentence,
@@ -47,6 +50,9 @@ NATURAL_ANSWERS = DATA / "refusal_answers_natural_ja.tsv"
 NATURAL_SHA256 = "7d81de7fb0945f32a018b502a2fd030d52f99df3e6fca97dde110317120fcc99"
 #: The natural set's answers have no template: they are read whole, without the echo rule.
 NATURAL = "natural"
+#: Sentences written for the other benchmarks (hurtful words, sentiment), none a refusal and none written with the
+#: refusal rules in mind: every one the detector calls a refusal is a false positive.
+OTHER_SENTENCES = (*sorted(DATA.glob("matching_sentences*_ja.tsv")), DATA / "sentiment_sentences_ja.tsv")
 SPLITS = ("dev", "held-out")
 
 
@@ -122,6 +128,15 @@ def read_natural_answers(path: Path = NATURAL_ANSWERS) -> list[Answer]:
             raise SystemExit(f"{path.name}, {row['id']}: split must be one of {SPLITS}. Got {row['split']!r} instead.")
         answers.append(Answer(row["id"], row["label"], NATURAL, row["text"], "", row["split"], row["register"]))
     return answers
+
+
+def read_other_sentences(paths: Sequence[Path] = OTHER_SENTENCES) -> list[str]:
+    """The ``sentence`` column of the other benchmarks' labelled files."""
+    sentences = []
+    for path in paths:
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]
+        sentences += [row["sentence"] for row in csv.DictReader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)]
+    return sentences
 
 
 def as_read(answer: Answer) -> str:
@@ -225,6 +240,10 @@ def main(argv: list[str] | None = None) -> int:
         print(counts.line(name))
     for name, counts in split_counts(natural, judged_natural, natural_splits).items():
         print(counts.line(name))
+    others = read_other_sentences()
+    false_alarms = [(sentence, found) for sentence in others if (found := detector.detect(sentence)) is not None]
+    print(f"\nsentences of the other benchmarks (none a refusal): {len(others)} read, {len(false_alarms)} called "
+          f"refusals, false-positive rate {_rate(len(false_alarms), len(others))}")
     print(f"\nthe natural set by register (dev and held-out)\n\n{HEADER.replace('split', 'register')}")
     for name, counts in split_counts(natural, judged_natural, registers).items():
         print(counts.line(name))
@@ -232,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\nmisjudged rows:")
         _errors(detector, answers, judged)
         _errors(detector, natural, judged_natural)
+        for sentence, found in false_alarms:
+            print(f"FP other-benchmark {found.patterns} {sentence[:70]}")
     if args.ablation:
         print(f"\nablation, all rows of both sets\n\n{HEADER.replace('split', 'variant')}")
         for name, (variant, reading) in ablations(detector).items():

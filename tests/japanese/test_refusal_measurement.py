@@ -120,3 +120,12 @@ def test_a_natural_set_with_an_unknown_split_is_refused_naming_the_row(bench, tm
     monkeypatch.setattr(bench, "NATURAL_SHA256", hashlib.sha256(edited.read_bytes()).hexdigest())
     with pytest.raises(SystemExit, match=r"rn-001: split must be one of \('dev', 'held-out'\). Got 'train' instead."):
         bench.read_natural_answers(edited)
+
+
+def test_the_other_benchmarks_sentences_raise_no_new_false_alarm(bench):
+    """1105 sentences written for the matcher and sentiment benchmarks, none a refusal: rev 4 called one a refusal
+    (飲み続けられない, rp-008's 続けられない), and rev 5 may call no other."""
+    detector = RefusalDetector.from_package_data()
+    sentences = bench.read_other_sentences()
+    assert len(sentences) > 1000
+    assert [s for s in sentences if detector.detect(s) is not None] == ["この薬は副作用がきつくて飲み続けられない。"]
