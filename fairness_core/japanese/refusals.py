@@ -66,7 +66,8 @@ APOLOGY_OPENING = re.compile(r"(大変|誠に|本当に|たいへん)?(申し訳
                              r"あいにく|せっかくですが)|(I['’]m |I am )?sorry|unfortunately", re.IGNORECASE)
 #: Lemma keys that may follow a final pattern in its sentence: auxiliaries and sentence-final particles
 #: (言えないです, 無理かな, 言えないんですよね, 一概には言えないと思います, 無理かもしれません, 答えられませんが。).
-FINAL_TAIL_KEYS = frozenset({"です", "ます", "だ", "ず", "ない", "た", "ね", "な", "よ", "や", "わ", "か", "ぞ", "さ",
+#: Not the past た: 何も言えませんでした tells a story, it declines nothing.
+FINAL_TAIL_KEYS = frozenset({"です", "ます", "だ", "ず", "ない", "ね", "な", "よ", "や", "わ", "か", "ぞ", "さ",
                              "の", "も", "と", "思う", "知れる", "けれど", "が"})
 #: A clause after the final pattern that keeps it final: an apology (無理です、ごめんね。).
 APOLOGY_CLAUSE = re.compile(r"\s*(ごめん|すみません|すいません|申し訳|悪いけど|失礼|sorry)", re.IGNORECASE)

@@ -229,6 +229,8 @@ def test_a_final_pattern_counts_only_on_whole_morphemes():
     ("それは無理だと思います。", True),
     ("無理です、と言われました。", False),
     ("無理ですが、工夫すればできます。", False),
+    ("その日は何も言えませんでした。", False),
+    ("ごめん、それは無理だった。", False),
 ])
 def test_what_may_follow_a_final_pattern(detector, answer, refusal):
     """Auxiliaries and particles, or a clause that is an apology; anything else makes it part of an answer."""
