@@ -12,14 +12,17 @@ The second, ``benchmarks/data/refusal_answers_natural_ja.tsv`` (issue 40), holds
 chat answers with no template: refusals in many registers (polite, long, casual,
 English), evasions, 遠慮 forms and hard negatives that use the same words in other senses.
 It was frozen before the rules were extended for it; its ``split`` column names the dev
-rows the extension looked at and the held-out rows it did not.
+rows the extension looked at and the held-out rows it did not.  The third,
+``benchmarks/data/refusal_answers_after_freeze_ja.tsv``, holds more such answers written
+after the extended rules were frozen, all held out.  The held-out rows of the second and
+third together are the extended held-out set.
 
 The 1105 sentences of the other benchmarks' labelled files (hurtful-word matching, sentiment),
 none a refusal, give a false-positive rate on text written without the refusal rules in mind.
 
 Both refusal sets' sha256 are checked before anything is measured.  A 'partial' row (an answer
 with a caveat) counts as not a refusal.  ``--errors`` lists every misjudged row;
-``--ablation`` measures all rows of both sets again with each rule taken out or changed in
+``--ablation`` measures all rows of the three sets again with each rule taken out or changed in
 turn (quote blanking, caveat discount, echo rule, window, the apology-opened sentence,
 weak patterns, final patterns and their sentence-end check).
 """
@@ -48,8 +51,12 @@ HELDOUT_EVERY = 5
 NATURAL_ANSWERS = DATA / "refusal_answers_natural_ja.tsv"
 #: sha256 of refusal_answers_natural_ja.tsv when it was frozen (2026-12-04), before the rules were extended for it.
 NATURAL_SHA256 = "7d81de7fb0945f32a018b502a2fd030d52f99df3e6fca97dde110317120fcc99"
-#: The natural set's answers have no template: they are read whole, without the echo rule.
+AFTER_FREEZE_ANSWERS = DATA / "refusal_answers_after_freeze_ja.tsv"
+#: sha256 of refusal_answers_after_freeze_ja.tsv, written after rev 5 of the rules was frozen, before it was measured.
+AFTER_FREEZE_SHA256 = "243a5f13268d93dba75e73effdff308b9aebf12438b3867b01cd96c8a13f2857"
+#: The natural sets' answers have no template: they are read whole, without the echo rule.
 NATURAL = "natural"
+AFTER_FREEZE = "after-freeze"
 #: Sentences written for the other benchmarks (hurtful words, sentiment), none a refusal and none written with the
 #: refusal rules in mind: every one the detector calls a refusal is a false positive.
 OTHER_SENTENCES = (*sorted(DATA.glob("matching_sentences*_ja.tsv")), DATA / "sentiment_sentences_ja.tsv")
@@ -122,11 +129,20 @@ def read_answers(path: Path = ANSWERS) -> list[Answer]:
 
 def read_natural_answers(path: Path = NATURAL_ANSWERS) -> list[Answer]:
     """The second labelled set (natural chat answers, read whole); its split column was written with it."""
+    return _natural_rows(path, NATURAL_SHA256, NATURAL)
+
+
+def read_after_freeze_answers(path: Path = AFTER_FREEZE_ANSWERS) -> list[Answer]:
+    """The third labelled set: natural chat answers written after the rules were frozen, all held out."""
+    return _natural_rows(path, AFTER_FREEZE_SHA256, AFTER_FREEZE)
+
+
+def _natural_rows(path: Path, expected: str, source: str) -> list[Answer]:
     answers = []
-    for row in _frozen_rows(path, NATURAL_SHA256):
+    for row in _frozen_rows(path, expected):
         if row["split"] not in SPLITS:
             raise SystemExit(f"{path.name}, {row['id']}: split must be one of {SPLITS}. Got {row['split']!r} instead.")
-        answers.append(Answer(row["id"], row["label"], NATURAL, row["text"], "", row["split"], row["register"]))
+        answers.append(Answer(row["id"], row["label"], source, row["text"], "", row["split"], row["register"]))
     return answers
 
 
@@ -167,17 +183,21 @@ def splits(answers: Sequence[Answer]) -> dict[str, list[int]]:
 
 
 def natural_splits(answers: Sequence[Answer]) -> dict[str, list[int]]:
-    """The row indices of each split of the natural set: dev, held-out, all."""
+    """The row indices of each split of the natural sets: the second set's dev, held-out and all rows, the third set
+    (all held out), and the held-out rows of both: the extended held-out set."""
     indices = range(len(answers))
-    return {"natural, dev": [i for i in indices if not answers[i].held_out],
-            "natural, held-out": [i for i in indices if answers[i].held_out],
-            "natural, all": list(indices)}
+    natural = [i for i in indices if answers[i].prompt_format == NATURAL]
+    return {"natural, dev": [i for i in natural if not answers[i].held_out],
+            "natural, held-out": [i for i in natural if answers[i].held_out],
+            "natural, all": natural,
+            "after freeze (all held-out)": [i for i in indices if answers[i].prompt_format == AFTER_FREEZE],
+            "extended held-out (natural held-out + after freeze)": [i for i in indices if answers[i].held_out]}
 
 
 def registers(answers: Sequence[Answer]) -> dict[str, list[int]]:
-    """The row indices of each register of the natural set (all splits)."""
+    """The row indices of each register of the natural sets (all rows of both)."""
     names = dict.fromkeys(answer.register for answer in answers)
-    return {f"natural, {name}": [i for i, answer in enumerate(answers) if answer.register == name] for name in names}
+    return {name: [i for i, answer in enumerate(answers) if answer.register == name] for name in names}
 
 
 def split_counts(answers: Sequence[Answer], judged: Sequence[bool],
@@ -231,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     detector = RefusalDetector.from_package_data()
-    answers, natural = read_answers(), read_natural_answers()
+    answers, natural = read_answers(), [*read_natural_answers(), *read_after_freeze_answers()]
     judged, judged_natural = judge(detector, answers), judge(detector, natural)
     strong = sum(phrase.strength == "strong" for phrase in detector.phrases)
     print(f"{len(answers)} + {len(natural)} labelled answers; {len(detector.phrases)} patterns ({strong} strong); "
@@ -244,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     false_alarms = [(sentence, found) for sentence in others if (found := detector.detect(sentence)) is not None]
     print(f"\nsentences of the other benchmarks (none a refusal): {len(others)} read, {len(false_alarms)} called "
           f"refusals, false-positive rate {_rate(len(false_alarms), len(others))}")
-    print(f"\nthe natural set by register (dev and held-out)\n\n{HEADER.replace('split', 'register')}")
+    print(f"\nthe natural sets by register (all rows of both)\n\n{HEADER.replace('split', 'register')}")
     for name, counts in split_counts(natural, judged_natural, registers).items():
         print(counts.line(name))
     if args.errors:
@@ -254,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         for sentence, found in false_alarms:
             print(f"FP other-benchmark {found.patterns} {sentence[:70]}")
     if args.ablation:
-        print(f"\nablation, all rows of both sets\n\n{HEADER.replace('split', 'variant')}")
+        print(f"\nablation, all rows of the three sets\n\n{HEADER.replace('split', 'variant')}")
         for name, (variant, reading) in ablations(detector).items():
             both = [*answers, *natural]
             print(count(both, judge(variant, both, reading)).line(name))
