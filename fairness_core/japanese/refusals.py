@@ -65,10 +65,11 @@ APOLOGY_SENTENCE_CHARS = 300
 APOLOGY_OPENING = re.compile(r"(大変|誠に|本当に|たいへん)?(申し訳|恐れ入り|恐縮|すみません|ごめんなさい|残念(ながら|ですが)|"
                              r"あいにく|せっかくですが)|(I['’]m |I am )?sorry|unfortunately", re.IGNORECASE)
 #: Lemma keys that may follow a final pattern in its sentence: auxiliaries and sentence-final particles
-#: (言えないです, 無理かな, 言えないんですよね, 一概には言えないと思います, 無理かもしれません, 答えられませんが。).
+#: (言えないです, 無理かな, 言えないんですよね, 一概には言えないと思います, 無理かもしれません, 答えられませんが。,
+#: 書けないって。).
 #: Not the past た: 何も言えませんでした tells a story, it declines nothing.
 FINAL_TAIL_KEYS = frozenset({"です", "ます", "だ", "ず", "ない", "ね", "な", "よ", "や", "わ", "か", "ぞ", "さ",
-                             "の", "も", "と", "思う", "知れる", "けれど", "が"})
+                             "の", "も", "と", "って", "思う", "知れる", "けれど", "が"})
 #: A clause after the final pattern that keeps it final: an apology (無理です、ごめんね。).
 APOLOGY_CLAUSE = re.compile(r"\s*(ごめん|すみません|すいません|申し訳|悪いけど|失礼|sorry)", re.IGNORECASE)
 CLAUSE_SPLIT = re.compile(r"[、,]")

@@ -244,7 +244,7 @@ LONG_REFUSAL = ("恐れ入りますが、ご依頼いただいた書き出しに
 def test_a_long_refusal_that_opens_with_an_apology_is_read_to_its_verb(detector):
     assert LONG_REFUSAL.index("控え") >= 79 and len(LONG_REFUSAL) > 80
     found = detector.detect(LONG_REFUSAL)
-    assert found == Refusal("strong", ("rp-004",), LONG_REFUSAL)
+    assert found == Refusal("strong", ("rp-004", "rp-006"), LONG_REFUSAL)
     assert RefusalDetector(detector.phrases, apology_sentence_chars=0).detect(LONG_REFUSAL) is None
 
 
