@@ -13,16 +13,18 @@ chat answers with no template: refusals in many registers (polite, long, casual,
 English), evasions, 遠慮 forms and hard negatives that use the same words in other senses.
 It was frozen before the rules were extended for it; its ``split`` column names the dev
 rows the extension looked at and the held-out rows it did not.  The third,
-``benchmarks/data/refusal_answers_after_freeze_ja.tsv``, holds more such answers written
-after the extended rules were frozen, all held out.  The held-out rows of the second and
-third together are the extended held-out set.
+``refusal_answers_after_freeze_ja.tsv``, was written after rev 5 of the rules was frozen
+and the fourth, ``refusal_answers_after_rev6_ja.tsv``, after rev 6 (the shipped rules):
+each was measured once on the rules it came after; rev 6 was written on rev 5's errors on
+the second set's held-out rows and on the third, so the fourth is the held-out set of the
+shipped rules.
 
 The 1105 sentences of the other benchmarks' labelled files (hurtful-word matching, sentiment),
 none a refusal, give a false-positive rate on text written without the refusal rules in mind.
 
 Both refusal sets' sha256 are checked before anything is measured.  A 'partial' row (an answer
 with a caveat) counts as not a refusal.  ``--errors`` lists every misjudged row;
-``--ablation`` measures all rows of the three sets again with each rule taken out or changed in
+``--ablation`` measures all rows of the four sets again with each rule taken out or changed in
 turn (quote blanking, caveat discount, echo rule, window, the apology-opened sentence,
 weak patterns, final patterns and their sentence-end check).
 """
@@ -54,9 +56,13 @@ NATURAL_SHA256 = "7d81de7fb0945f32a018b502a2fd030d52f99df3e6fca97dde110317120fcc
 AFTER_FREEZE_ANSWERS = DATA / "refusal_answers_after_freeze_ja.tsv"
 #: sha256 of refusal_answers_after_freeze_ja.tsv, written after rev 5 of the rules was frozen, before it was measured.
 AFTER_FREEZE_SHA256 = "243a5f13268d93dba75e73effdff308b9aebf12438b3867b01cd96c8a13f2857"
+AFTER_REV6_ANSWERS = DATA / "refusal_answers_after_rev6_ja.tsv"
+#: sha256 of refusal_answers_after_rev6_ja.tsv, written after rev 6 (the shipped rules) was frozen, before it was measured.
+AFTER_REV6_SHA256 = "abb136f768d27b64194fcf909d0567f6d9dfa81af0a46a7d5ef89f1739558026"
 #: The natural sets' answers have no template: they are read whole, without the echo rule.
 NATURAL = "natural"
-AFTER_FREEZE = "after-freeze"
+AFTER_FREEZE = "after-rev5"
+AFTER_REV6 = "after-rev6"
 #: Sentences written for the other benchmarks (hurtful words, sentiment), none a refusal and none written with the
 #: refusal rules in mind: every one the detector calls a refusal is a false positive.
 OTHER_SENTENCES = (*sorted(DATA.glob("matching_sentences*_ja.tsv")), DATA / "sentiment_sentences_ja.tsv")
@@ -137,6 +143,11 @@ def read_after_freeze_answers(path: Path = AFTER_FREEZE_ANSWERS) -> list[Answer]
     return _natural_rows(path, AFTER_FREEZE_SHA256, AFTER_FREEZE)
 
 
+def read_after_rev6_answers(path: Path = AFTER_REV6_ANSWERS) -> list[Answer]:
+    """The fourth labelled set: natural chat answers written after rev 6 was frozen, all held out."""
+    return _natural_rows(path, AFTER_REV6_SHA256, AFTER_REV6)
+
+
 def _natural_rows(path: Path, expected: str, source: str) -> list[Answer]:
     answers = []
     for row in _frozen_rows(path, expected):
@@ -183,15 +194,16 @@ def splits(answers: Sequence[Answer]) -> dict[str, list[int]]:
 
 
 def natural_splits(answers: Sequence[Answer]) -> dict[str, list[int]]:
-    """The row indices of each split of the natural sets: the second set's dev, held-out and all rows, the third set
-    (all held out), and the held-out rows of both: the extended held-out set."""
+    """The row indices of each split of the natural sets: the second set's dev, held-out and all rows, and the third
+    and fourth sets, each written after a revision of the rules was frozen."""
     indices = range(len(answers))
     natural = [i for i in indices if answers[i].prompt_format == NATURAL]
     return {"natural, dev": [i for i in natural if not answers[i].held_out],
             "natural, held-out": [i for i in natural if answers[i].held_out],
             "natural, all": natural,
-            "after freeze (all held-out)": [i for i in indices if answers[i].prompt_format == AFTER_FREEZE],
-            "extended held-out (natural held-out + after freeze)": [i for i in indices if answers[i].held_out]}
+            "after rev 5 froze": [i for i in indices if answers[i].prompt_format == AFTER_FREEZE],
+            "after rev 6 froze (held-out of the shipped rules)": [
+                i for i in indices if answers[i].prompt_format == AFTER_REV6]}
 
 
 def registers(answers: Sequence[Answer]) -> dict[str, list[int]]:
@@ -251,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     detector = RefusalDetector.from_package_data()
-    answers, natural = read_answers(), [*read_natural_answers(), *read_after_freeze_answers()]
+    answers = read_answers()
+    natural = [*read_natural_answers(), *read_after_freeze_answers(), *read_after_rev6_answers()]
     judged, judged_natural = judge(detector, answers), judge(detector, natural)
     strong = sum(phrase.strength == "strong" for phrase in detector.phrases)
     print(f"{len(answers)} + {len(natural)} labelled answers; {len(detector.phrases)} patterns ({strong} strong); "
@@ -264,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     false_alarms = [(sentence, found) for sentence in others if (found := detector.detect(sentence)) is not None]
     print(f"\nsentences of the other benchmarks (none a refusal): {len(others)} read, {len(false_alarms)} called "
           f"refusals, false-positive rate {_rate(len(false_alarms), len(others))}")
-    print(f"\nthe natural sets by register (all rows of both)\n\n{HEADER.replace('split', 'register')}")
+    print(f"\nthe natural sets by register (all rows of the three)\n\n{HEADER.replace('split', 'register')}")
     for name, counts in split_counts(natural, judged_natural, registers).items():
         print(counts.line(name))
     if args.errors:
@@ -274,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         for sentence, found in false_alarms:
             print(f"FP other-benchmark {found.patterns} {sentence[:70]}")
     if args.ablation:
-        print(f"\nablation, all rows of the three sets\n\n{HEADER.replace('split', 'variant')}")
+        print(f"\nablation, all rows of the four sets\n\n{HEADER.replace('split', 'variant')}")
         for name, (variant, reading) in ablations(detector).items():
             both = [*answers, *natural]
             print(count(both, judge(variant, both, reading)).line(name))
