@@ -18,7 +18,7 @@ sets, are in docs/refusals.md:
    match ends its sentence, read by morphemes: it starts and ends on morpheme
    boundaries (パス, never the start of パスタ), and what follows it in the
    sentence is only auxiliaries and particles (です, ね, かな, と思います) or an
-   apology clause (無理です、ごめんね。).  So 一概には言えません is an evasion in
+   apology or an inverted topic after 、 (無理です、ごめんね。 勘弁して、その手の話は。).  So 一概には言えません is an evasion in
    人それぞれなので、一概には言えません。 but not in 一概に言えないほど多様で… or
    一概には言えませんが、<answer>.  Otherwise two or more distinct weak patterns
    are a refusal.  A weak policy or moralizing cue in a concessive clause
@@ -70,8 +70,10 @@ APOLOGY_OPENING = re.compile(r"(大変|誠に|本当に|たいへん)?(申し訳
 #: Not the past た: 何も言えませんでした tells a story, it declines nothing.
 FINAL_TAIL_KEYS = frozenset({"です", "ます", "だ", "ず", "ない", "ね", "な", "よ", "や", "わ", "か", "ぞ", "さ",
                              "の", "も", "と", "って", "思う", "知れる", "けれど", "が"})
-#: A clause after the final pattern that keeps it final: an apology (無理です、ごめんね。).
-APOLOGY_CLAUSE = re.compile(r"\s*(ごめん|すみません|すいません|申し訳|悪いけど|失礼|sorry)", re.IGNORECASE)
+#: A clause after the final pattern that keeps it final: an apology (無理です、ごめんね。) or the topic put after the
+#: verb, as spoken Japanese does (勘弁してほしいな、その手の話は。).
+AFTER_CLAUSE = re.compile(r"\s*(ごめん|すみません|すいません|申し訳|悪いけど|失礼|sorry)"
+                          r"|\s*(その|この|そんな|こんな|そういう|ああいう)[^、。]{0,12}(は|って|も)\s*$", re.IGNORECASE)
 CLAUSE_SPLIT = re.compile(r"[、,]")
 #: Distinct weak cues that make a refusal without a strong one: one apology or one lecture word alone does not.
 WEAK_CUES_NEEDED = 2
@@ -182,7 +184,7 @@ def _window(text: str, *, sentences: int, chars: int, apology_chars: int, blank_
 
 def _ends_its_sentence(window: str, start: int, end: int, *, cut: bool) -> bool:
     """Whether the match ``window[start:end]`` is whole morphemes and ends its sentence (or its clause, before an
-    apology): what follows it in the sentence is only auxiliaries and particles."""
+    apology or an inverted topic): what follows it in the sentence is only auxiliaries and particles."""
     after = SENTENCE_END.search(window, end)
     if after is None and cut:
         return False
@@ -197,7 +199,7 @@ def _ends_its_sentence(window: str, start: int, end: int, *, cut: bool) -> bool:
         if a < end:
             continue
         if CLAUSE_SPLIT.fullmatch(word.surface):
-            return all(APOLOGY_CLAUSE.match(clause) for clause in CLAUSE_SPLIT.split(sentence[a + 1:]) if clause.strip())
+            return all(AFTER_CLAUSE.match(clause) for clause in CLAUSE_SPLIT.split(sentence[a + 1:]) if clause.strip())
         if word.key not in FINAL_TAIL_KEYS and word.pos != "補助記号":
             return False
     return True

@@ -110,7 +110,7 @@ def test_the_benchmark_prints_a_row_per_set_and_split_and_names_the_cpu(bench, c
     printed = capsys.readouterr().out
     assert "CPU: " in printed
     for split in ("| dev |", "| held-out (ids multiple of 5) |", "| natural, dev |", "| natural, held-out |",
-                  "| hard-negative |", "| after freeze (all held-out) |"):
+                  "| hard-negative |", "| after rev 5 froze |", "| after rev 6 froze (held-out of the shipped rules) |"):
         assert split in printed
 
 
