@@ -1,4 +1,4 @@
-"""Precision and recall of the Japanese refusal detector on two labelled sets of chat answers, per split.
+"""Precision and recall of the Japanese refusal detector on labelled sets of chat answers, per set and split.
 
     python benchmarks/bench_refusals.py [--errors] [--ablation]
 
@@ -8,23 +8,20 @@ of 5 are its held-out split, fixed in advance; the phrase list was iterated on t
 of the other rows (dev).  Chat-instruction answers go through the echo rule
 (``strip_echo``) first, as an audit would read them.
 
-The second, ``benchmarks/data/refusal_answers_natural_ja.tsv`` (issue 40), holds natural
-chat answers with no template: refusals in many registers (polite, long, casual,
-English), evasions, 遠慮 forms and hard negatives that use the same words in other senses.
-It was frozen before the rules were extended for it; its ``split`` column names the dev
-rows the extension looked at and the held-out rows it did not.  The third,
-``refusal_answers_after_freeze_ja.tsv``, was written after rev 5 of the rules was frozen
-and the fourth, ``refusal_answers_after_rev6_ja.tsv``, after rev 6 (the shipped rules):
-each was measured once on the rules it came after; rev 6 was written on rev 5's errors on
-the second set's held-out rows and on the third, so the fourth is the held-out set of the
-shipped rules.
+The natural sets (issue 40, ``NATURAL_SETS``) hold chat answers with no template:
+refusals in many registers (polite, long, casual, English), evasions, 遠慮 forms and hard
+negatives that use the same words in other senses.  ``refusal_answers_natural_ja.tsv`` was
+frozen before rev 5 of the rules; its ``split`` column names the dev rows rev 5 was written
+on and the held-out rows it was not.  Each later set was written after a revision was
+frozen, measured once on it, and then used as dev for the next revision; the last one
+(after rev 7) is the held-out set of the shipped rules.
 
 The 1105 sentences of the other benchmarks' labelled files (hurtful-word matching, sentiment),
 none a refusal, give a false-positive rate on text written without the refusal rules in mind.
 
-Both refusal sets' sha256 are checked before anything is measured.  A 'partial' row (an answer
-with a caveat) counts as not a refusal.  ``--errors`` lists every misjudged row;
-``--ablation`` measures all rows of the four sets again with each rule taken out or changed in
+Every refusal set's sha256 is checked before anything is measured.  A 'partial' row (an
+answer with a caveat) counts as not a refusal.  ``--errors`` lists every misjudged row;
+``--ablation`` measures all rows of every set again with each rule taken out or changed in
 turn (quote blanking, caveat discount, echo rule, window, the apology-opened sentence,
 weak patterns, final patterns and their sentence-end check).
 """
@@ -50,19 +47,22 @@ ANSWERS = DATA / "refusal_answers_ja.tsv"
 #: sha256 of refusal_answers_ja.tsv when it was frozen (2026-12-03T04:14:30Z), before the phrase list was written.
 FROZEN_SHA256 = "73f169a67897342f8d1f962af9c40b533cb72984ba3d7c66ec80c1d72b6317fb"
 HELDOUT_EVERY = 5
-NATURAL_ANSWERS = DATA / "refusal_answers_natural_ja.tsv"
-#: sha256 of refusal_answers_natural_ja.tsv when it was frozen (2026-12-04), before the rules were extended for it.
-NATURAL_SHA256 = "7d81de7fb0945f32a018b502a2fd030d52f99df3e6fca97dde110317120fcc99"
-AFTER_FREEZE_ANSWERS = DATA / "refusal_answers_after_freeze_ja.tsv"
-#: sha256 of refusal_answers_after_freeze_ja.tsv, written after rev 5 of the rules was frozen, before it was measured.
-AFTER_FREEZE_SHA256 = "243a5f13268d93dba75e73effdff308b9aebf12438b3867b01cd96c8a13f2857"
-AFTER_REV6_ANSWERS = DATA / "refusal_answers_after_rev6_ja.tsv"
-#: sha256 of refusal_answers_after_rev6_ja.tsv, written after rev 6 (the shipped rules) was frozen, before it was measured.
-AFTER_REV6_SHA256 = "abb136f768d27b64194fcf909d0567f6d9dfa81af0a46a7d5ef89f1739558026"
-#: The natural sets' answers have no template: they are read whole, without the echo rule.
+#: The natural sets (answers with no template, read whole without the echo rule): each name, file and the sha256 it
+#: was frozen with.  "natural" was written before rev 5 of the rules (its split column names its dev and held-out rows);
+#: each later one was written after the named revision was frozen, measured once on it, and then used as dev for the
+#: next revision.  The last is the held-out set of the shipped rules.
+NATURAL_SETS: dict[str, tuple[Path, str]] = {
+    "natural": (DATA / "refusal_answers_natural_ja.tsv",
+                "7d81de7fb0945f32a018b502a2fd030d52f99df3e6fca97dde110317120fcc99"),
+    "after rev 5": (DATA / "refusal_answers_after_freeze_ja.tsv",
+                    "243a5f13268d93dba75e73effdff308b9aebf12438b3867b01cd96c8a13f2857"),
+    "after rev 6": (DATA / "refusal_answers_after_rev6_ja.tsv",
+                    "abb136f768d27b64194fcf909d0567f6d9dfa81af0a46a7d5ef89f1739558026"),
+    "after rev 7": (DATA / "refusal_answers_after_rev7_ja.tsv",
+                    "a7188d93c7f5d03121a4dc6a8ebc89efed1057f0544eeba3342a926a1d59c246"),
+}
 NATURAL = "natural"
-AFTER_FREEZE = "after-rev5"
-AFTER_REV6 = "after-rev6"
+SHIPPED_HELD_OUT = "after rev 7"
 #: Sentences written for the other benchmarks (hurtful words, sentiment), none a refusal and none written with the
 #: refusal rules in mind: every one the detector calls a refusal is a false positive.
 OTHER_SENTENCES = (*sorted(DATA.glob("matching_sentences*_ja.tsv")), DATA / "sentiment_sentences_ja.tsv")
@@ -133,19 +133,14 @@ def read_answers(path: Path = ANSWERS) -> list[Answer]:
     return answers
 
 
-def read_natural_answers(path: Path = NATURAL_ANSWERS) -> list[Answer]:
-    """The second labelled set (natural chat answers, read whole); its split column was written with it."""
-    return _natural_rows(path, NATURAL_SHA256, NATURAL)
+def read_natural_answers(name: str = NATURAL, path: Path | None = None) -> list[Answer]:
+    """One natural set (``NATURAL_SETS``; ``path`` reads another copy of it against its frozen sha256)."""
+    frozen_path, expected = NATURAL_SETS[name]
+    return _natural_rows(path or frozen_path, expected, name)
 
 
-def read_after_freeze_answers(path: Path = AFTER_FREEZE_ANSWERS) -> list[Answer]:
-    """The third labelled set: natural chat answers written after the rules were frozen, all held out."""
-    return _natural_rows(path, AFTER_FREEZE_SHA256, AFTER_FREEZE)
-
-
-def read_after_rev6_answers(path: Path = AFTER_REV6_ANSWERS) -> list[Answer]:
-    """The fourth labelled set: natural chat answers written after rev 6 was frozen, all held out."""
-    return _natural_rows(path, AFTER_REV6_SHA256, AFTER_REV6)
+def read_all_natural_answers() -> list[Answer]:
+    return [answer for name in NATURAL_SETS for answer in read_natural_answers(name)]
 
 
 def _natural_rows(path: Path, expected: str, source: str) -> list[Answer]:
@@ -194,16 +189,16 @@ def splits(answers: Sequence[Answer]) -> dict[str, list[int]]:
 
 
 def natural_splits(answers: Sequence[Answer]) -> dict[str, list[int]]:
-    """The row indices of each split of the natural sets: the second set's dev, held-out and all rows, and the third
-    and fourth sets, each written after a revision of the rules was frozen."""
+    """The row indices of each split of the natural sets: the first one's dev, held-out and all rows, then each set
+    written after a revision froze."""
     indices = range(len(answers))
     natural = [i for i in indices if answers[i].prompt_format == NATURAL]
+    later = {f"written {name} froze"
+             f"{' (held-out of the shipped rules)' if name == SHIPPED_HELD_OUT else ''}":
+             [i for i in indices if answers[i].prompt_format == name] for name in NATURAL_SETS if name != NATURAL}
     return {"natural, dev": [i for i in natural if not answers[i].held_out],
             "natural, held-out": [i for i in natural if answers[i].held_out],
-            "natural, all": natural,
-            "after rev 5 froze": [i for i in indices if answers[i].prompt_format == AFTER_FREEZE],
-            "after rev 6 froze (held-out of the shipped rules)": [
-                i for i in indices if answers[i].prompt_format == AFTER_REV6]}
+            "natural, all": natural, **later}
 
 
 def registers(answers: Sequence[Answer]) -> dict[str, list[int]]:
@@ -264,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
 
     detector = RefusalDetector.from_package_data()
     answers = read_answers()
-    natural = [*read_natural_answers(), *read_after_freeze_answers(), *read_after_rev6_answers()]
+    natural = read_all_natural_answers()
     judged, judged_natural = judge(detector, answers), judge(detector, natural)
     strong = sum(phrase.strength == "strong" for phrase in detector.phrases)
     print(f"{len(answers)} + {len(natural)} labelled answers; {len(detector.phrases)} patterns ({strong} strong); "
@@ -277,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     false_alarms = [(sentence, found) for sentence in others if (found := detector.detect(sentence)) is not None]
     print(f"\nsentences of the other benchmarks (none a refusal): {len(others)} read, {len(false_alarms)} called "
           f"refusals, false-positive rate {_rate(len(false_alarms), len(others))}")
-    print(f"\nthe natural sets by register (all rows of the three)\n\n{HEADER.replace('split', 'register')}")
+    print(f"\nthe natural sets by register (all rows of all)\n\n{HEADER.replace('split', 'register')}")
     for name, counts in split_counts(natural, judged_natural, registers).items():
         print(counts.line(name))
     if args.errors:
@@ -287,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         for sentence, found in false_alarms:
             print(f"FP other-benchmark {found.patterns} {sentence[:70]}")
     if args.ablation:
-        print(f"\nablation, all rows of the four sets\n\n{HEADER.replace('split', 'variant')}")
+        print(f"\nablation, all rows of every set\n\n{HEADER.replace('split', 'variant')}")
         for name, (variant, reading) in ablations(detector).items():
             both = [*answers, *natural]
             print(count(both, judge(variant, both, reading)).line(name))

@@ -49,7 +49,7 @@ def test_the_detector_keeps_its_precision_and_recall_on_the_labelled_set(counts,
 
 @pytest.fixture(scope="module")
 def natural_counts(bench):
-    answers = bench.read_natural_answers()
+    answers = bench.read_all_natural_answers()
     return bench.split_counts(answers, bench.judge(RefusalDetector.from_package_data(), answers), bench.natural_splits)
 
 
@@ -58,6 +58,13 @@ def test_the_detector_keeps_its_precision_and_recall_on_the_natural_set(natural_
     found = natural_counts[split]
     precision, recall = found.tp / (found.tp + found.fp), found.tp / (found.tp + found.fn)
     assert precision >= MIN_PRECISION and recall >= MIN_RECALL, found
+
+
+def test_the_shipped_rules_keep_what_they_found_on_their_held_out_set(natural_counts):
+    """Measured once, after rev 7 froze: 11 of 26 refusals found, no false alarm among 24 (docs/refusals.md).  A later
+    revision may find more; it may not lose one or raise a false alarm there."""
+    found = natural_counts["written after rev 7 froze (held-out of the shipped rules)"]
+    assert found.tp >= 11 and found.fp == 0 and found.tp + found.fn == 26, found
 
 
 @pytest.mark.parametrize("split", BEFORE_ISSUE_40)
@@ -83,6 +90,10 @@ def test_the_natural_splits_cover_every_row_once(bench, natural_counts):
     rows = lambda c: c.tp + c.fp + c.fn + c.tn
     assert rows(natural_counts["natural, dev"]) + rows(natural_counts["natural, held-out"]) \
         == rows(natural_counts["natural, all"]) == len(bench.read_natural_answers())
+    later = [name for name in natural_counts if name.startswith("written after")]
+    assert len(later) == len(bench.NATURAL_SETS) - 1
+    assert sum(rows(natural_counts[name]) for name in later) + len(bench.read_natural_answers()) \
+        == len(bench.read_all_natural_answers())
 
 
 def test_the_splits_cover_every_row_once(bench, counts):
@@ -100,9 +111,9 @@ def test_an_edited_copy_of_the_labelled_set_is_refused(bench, tmp_path):
 
 def test_an_edited_copy_of_the_natural_set_is_refused(bench, tmp_path):
     edited = tmp_path / "refusal_answers_natural_ja.tsv"
-    edited.write_bytes(bench.NATURAL_ANSWERS.read_bytes().replace(b"\theld-out\t", b"\tdev\t", 1))
+    edited.write_bytes(bench.NATURAL_SETS["natural"][0].read_bytes().replace(b"\theld-out\t", b"\tdev\t", 1))
     with pytest.raises(SystemExit, match="is not the frozen labelled set"):
-        bench.read_natural_answers(edited)
+        bench.read_natural_answers("natural", edited)
 
 
 def test_the_benchmark_prints_a_row_per_set_and_split_and_names_the_cpu(bench, capsys):
@@ -110,16 +121,18 @@ def test_the_benchmark_prints_a_row_per_set_and_split_and_names_the_cpu(bench, c
     printed = capsys.readouterr().out
     assert "CPU: " in printed
     for split in ("| dev |", "| held-out (ids multiple of 5) |", "| natural, dev |", "| natural, held-out |",
-                  "| hard-negative |", "| after rev 5 froze |", "| after rev 6 froze (held-out of the shipped rules) |"):
+                  "| hard-negative |", "| written after rev 5 froze |",
+                  "| written after rev 7 froze (held-out of the shipped rules) |"):
         assert split in printed
 
 
 def test_a_natural_set_with_an_unknown_split_is_refused_naming_the_row(bench, tmp_path, monkeypatch):
     edited = tmp_path / "refusal_answers_natural_ja.tsv"
-    edited.write_bytes(bench.NATURAL_ANSWERS.read_bytes().replace(b"rn-001\tdev\t", b"rn-001\ttrain\t"))
-    monkeypatch.setattr(bench, "NATURAL_SHA256", hashlib.sha256(edited.read_bytes()).hexdigest())
+    natural = bench.NATURAL_SETS["natural"][0]
+    edited.write_bytes(natural.read_bytes().replace(b"rn-001\tdev\t", b"rn-001\ttrain\t"))
+    monkeypatch.setitem(bench.NATURAL_SETS, "natural", (natural, hashlib.sha256(edited.read_bytes()).hexdigest()))
     with pytest.raises(SystemExit, match=r"rn-001: split must be one of \('dev', 'held-out'\). Got 'train' instead."):
-        bench.read_natural_answers(edited)
+        bench.read_natural_answers("natural", edited)
 
 
 def test_the_other_benchmarks_sentences_raise_no_new_false_alarm(bench):
