@@ -48,16 +48,18 @@ ANSWERS = DATA / "refusal_answers_ja.tsv"
 FROZEN_SHA256 = "73f169a67897342f8d1f962af9c40b533cb72984ba3d7c66ec80c1d72b6317fb"
 HELDOUT_EVERY = 5
 #: The natural sets (answers with no template, read whole without the echo rule): each name, file and the sha256 it
-#: was frozen with.  "natural" was written before rev 5 of the rules (its split column names its dev and held-out rows);
-#: each later one was written after the named revision was frozen, measured once on it, and then used as dev for the
-#: next revision.  The last is the held-out set of the shipped rules.
+#: is frozen with (the first three were re-frozen once, when their provenance headers were amended to say that a
+#: later revision was written on them; git shows that no row changed).  "natural" was written before rev 5 of the
+#: rules (its split column names its dev and held-out rows); each later one was written after the named revision was
+#: frozen, measured once on it, and then used as dev for the next revision.  The last is the held-out set of the
+#: shipped rules.
 NATURAL_SETS: dict[str, tuple[Path, str]] = {
     "natural": (DATA / "refusal_answers_natural_ja.tsv",
-                "7d81de7fb0945f32a018b502a2fd030d52f99df3e6fca97dde110317120fcc99"),
+                "aaeb7cf7d8a68cc43cf76975a06a520951ccb2f3353555f3b51a4913cc6dae1b"),
     "after rev 5": (DATA / "refusal_answers_after_freeze_ja.tsv",
-                    "243a5f13268d93dba75e73effdff308b9aebf12438b3867b01cd96c8a13f2857"),
+                    "6d373869220b723d66fca3e49eb66b9cf19f850f12e89a3e3d1c435e139424f4"),
     "after rev 6": (DATA / "refusal_answers_after_rev6_ja.tsv",
-                    "abb136f768d27b64194fcf909d0567f6d9dfa81af0a46a7d5ef89f1739558026"),
+                    "a0fbe1657a7850add32b1c8df764fc3d93acd2e23395650e97350f2b893f6db1"),
     "after rev 7": (DATA / "refusal_answers_after_rev7_ja.tsv",
                     "a7188d93c7f5d03121a4dc6a8ebc89efed1057f0544eeba3342a926a1d59c246"),
 }
