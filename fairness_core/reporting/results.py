@@ -10,7 +10,8 @@ match, a score) under the record's open ``detail`` field, so that a new
 evaluation adds its own without a new schema.  Version 5 adds the
 ``underpowered`` decision (with what the metric would need), a metric's
 ``settled`` verdict and the provenance's ``sampling`` (how many completions
-each evaluation used under ``--sampling``, and why it stopped).  Files of
+each evaluation used under ``--sampling``, and why it stopped), and later the
+provenance's ``limits`` (where each evaluation's limits came from).  Files of
 versions 2 to 4 (the baselines of earlier runs) are still read, as
 :func:`upgrade` translates them.
 
@@ -33,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from fairness_core.config.thresholds import DecisionRule
+from fairness_core.config.thresholds import DecisionRule, LimitsSource
 from fairness_core.config.validation import FrozenModel
 from fairness_core.errors import AuditUsageError
 from fairness_core.reporting.health import confounds, health
@@ -110,6 +111,10 @@ class Provenance(FrozenModel):
     versions: dict[str, str]
     #: Per evaluation, how its completions were drawn (``fairness_core.sampling.SamplingRecord.as_dict``).
     sampling: dict[str, dict[str, Any]] = {}
+    #: Per evaluation, where its limits came from: ``file`` (the run's thresholds file), ``package`` (the file has
+    #: no section for it: the package's) or ``defaults`` (neither has one: its section model's defaults).
+    #: Files written before this field was added have none.
+    limits: dict[str, LimitsSource] = {}
 
 
 class AuditResults(FrozenModel):
