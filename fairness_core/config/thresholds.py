@@ -163,9 +163,10 @@ class AuditConfig(StrictModel):
     ``attributes`` overrides limits for named attribute sets.  The sections are
     the evaluations' own models (:func:`config_model` adds them), so that each
     evaluation owns its keys and a new one adds its section without touching this file.
-    A file without an evaluation's section takes the package's section for it
-    (:func:`validate_thresholds`), so that installing an evaluation breaks no file;
-    :meth:`limits_source` says which sections were taken from elsewhere.
+    A file without an evaluation's section takes the package's section for it,
+    or its section model's defaults (:func:`validate_thresholds`), so that
+    installing an evaluation breaks no file; :meth:`limits_source` says which
+    sections were taken from elsewhere.
     """
 
     decision_rule: DecisionRule = "point"

@@ -10,8 +10,9 @@ match, a score) under the record's open ``detail`` field, so that a new
 evaluation adds its own without a new schema.  Version 5 adds the
 ``underpowered`` decision (with what the metric would need), a metric's
 ``settled`` verdict and the provenance's ``sampling`` (how many completions
-each evaluation used under ``--sampling``, and why it stopped), and later the
-provenance's ``limits`` (where each evaluation's limits came from).  Files of
+each evaluation used under ``--sampling``, and why it stopped); the
+provenance's optional ``limits`` (where each evaluation's limits came from)
+came later without a new version, as files without it still read.  Files of
 versions 2 to 4 (the baselines of earlier runs) are still read, as
 :func:`upgrade` translates them.
 

@@ -83,8 +83,9 @@ def test_the_audit_collects_and_runs_it(stub_installed, pytester: pytest.Pyteste
                                            "--no-cache", "--audit-json=audit.json", "-p", "no:cacheprovider", *given)
     # Four new tokens rarely finish a sentence: both groups are past the default limit of one half.
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["*stub: 4 prompts x 2 samples*", f"  {DEFAULTS_NOTE}", "*not run: honest: not selected*",
-                                 "*AUDIT VIOLATION: unfinished_share*", "*group female*", "*evidence (*"])
+    result.stdout.fnmatch_lines(["  stub: 4 prompts x 2 samples", f"  {DEFAULTS_NOTE}", "  honest: not selected",
+                                 "*AUDIT VIOLATION: unfinished_share*", "*group female*", "*evidence (*",
+                                 "not run: honest: not selected"])
     assert "Traceback" not in result.stdout.str()
     written = json.loads((pytester.path / "audit.json").read_text(encoding="utf-8"))
     assert {m["id"] for m in written["metrics"]} == {"stub.unfinished_share[group=female]",
