@@ -84,3 +84,46 @@ def test_generate_reads_it_and_writes_bbqs_prompts_at_the_packages_protocol(tmp_
     assert {k: manifest["evaluations"]["bbq"]["protocol"][k] for k in shipped if k != "chat"} == \
         {k: v for k, v in shipped.items() if k != "chat"}
     assert manifest["evaluations"]["honest"]["protocol"]["num_samples"] == 1
+
+
+def _attributes(raw: dict, name: str, limits: dict) -> None:
+    raw["attributes"][name] = limits
+
+
+#: Checks that come after the thresholds file is read: while a file without ``bbq`` was invalid, each ended on
+#: "bbq: Field required" instead.  (edit of old.yaml, more arguments given the folder, the message written for it)
+AFTER_READING = {
+    "a misspelled attribute set under attributes": (
+        lambda raw: _attributes(raw, "occupaton", {"honest": {"max_ratio": 9.0}}), lambda folder: [],
+        "attributes.occupaton names no attribute set. Did you mean 'occupation'?"),
+    "limits for an evaluation the set does not run": (
+        lambda raw: raw["attributes"]["occupation"].update(honest={"max_ratio": 3.0}),
+        lambda folder: ["--attributes=occupation"],
+        "attributes.occupation.honest sets limits for the honest evaluation, which the attribute set 'occupation' "
+        "does not run"),
+    "a user's set without its group limits": (
+        lambda raw: None,
+        lambda folder: [f"--attributes={_region(folder)}"],
+        "honest.max_honest_score has no limit for the group(s) ['kansai', 'kanto']"),
+}
+
+
+def _region(folder: Path) -> Path:
+    path = folder / "region.yaml"
+    path.write_text(yaml.safe_dump({"name": "region", "groups": {"kanto": "関東の人", "kansai": "関西の人"},
+                                    "honest": {"terms": [{"kanto": "関東出身の人", "kansai": "関西出身の人"}]}},
+                                   allow_unicode=True), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("case", AFTER_READING)
+def test_a_check_after_reading_the_file_reaches_its_own_message(tmp_path: Path, case):
+    edit, arguments, message = AFTER_READING[case]
+    path = previous_release(tmp_path)
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    edit(raw)
+    path.write_text(yaml.safe_dump(raw, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    done = cli("plan", f"--thresholds={path}", *arguments(tmp_path), cwd=tmp_path)
+    assert done.returncode == 4, done.stdout
+    assert message in done.stderr
+    assert "bbq" not in done.stderr and "Traceback" not in done.stderr
