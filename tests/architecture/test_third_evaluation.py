@@ -1,4 +1,5 @@
-"""A fourth evaluation from a package of its own is seen by the audit, ``plan`` and ``generate``, and runs end to end.
+"""A third-party evaluation (the fourth installed) from a package of its own is seen by the audit, ``plan`` and
+``generate``, and runs end to end.
 
 The stub (``tests/data/stub_evaluation/``) is installed the way pip installs a
 package: its folder on the path and a ``.dist-info`` holding the entry point
