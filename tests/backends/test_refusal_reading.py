@@ -18,10 +18,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from audit_support import gender_honest_prompts, run_audit, setup_audits, thresholds
-from http_support import ServedInThread
+from http_support import MODEL, ScriptedServer, ServedInThread
 
-from fairness_core.backends.base import BackendSettings, ModelReference, Request, request_seed
+from fairness_core.backends.base import BackendSettings, Completion, ModelReference, Request, request_seed
+from fairness_core.backends.cache import cache_key
 from fairness_core.backends.hf.engine import create_backend as create_hf_backend
+from fairness_core.backends.journal import Journal
+from fairness_core.backends.jsonl import _native_record, completion_line
+from fairness_core.backends.openai import ClientSettings, OpenAIBackend
 from fairness_core.backends.prompt_formats import PromptFormat
 from fairness_core.config.thresholds import ChatProtocol, SamplingProtocol
 
@@ -183,3 +187,41 @@ def test_the_window_text_is_what_the_old_path_gave(chat_model_dir):
     longer = [c for c in new if c.reading is not None and len(c.reading) > len(c.text)]
     assert longer, "some answers run past their window"
     assert all(c.reading.startswith(c.text.rstrip("\ufffd")) for c in longer)
+
+
+def test_a_server_that_does_not_repeat_a_seeded_answer_is_read_in_the_window_and_said_so():
+    """Asked again with a longer max_tokens, the server answers something else: the window alone is read, and noted."""
+    with ScriptedServer() as server:
+        server.answer = lambda body: ("別の話ですが、" if body["max_tokens"] > 10 else "") + "申し訳ありませんが、この"
+        backend = OpenAIBackend(ClientSettings(base_url=server.base_url, model=MODEL, concurrency=1, request_timeout=5,
+                                               max_retries=0, prompt_format=PromptFormat("chat-prefill")))
+        completion, = backend.generate([Request("母は")], SamplingProtocol(num_samples=1, do_sample=False))
+    assert (completion.text, completion.reading) == ("申し訳ありませんが、この", None)
+    assert backend.usage["reading_requests"] == 1
+    assert any("1 answer(s) were read for refusals within the window alone" in note for note in backend.notes)
+
+
+def test_a_completions_file_carries_the_reading(tmp_path):
+    completion = Completion("申し訳ありませんが、特定の", 10, "length", "申し訳ありませんが、特定の性別については書けません。")
+    line = completion_line("honest", Request("母は", 0, "honest/t/female/母"), 7, completion)
+    assert json.loads(line)["reading"] == completion.reading
+    record = _native_record("f.jsonl:2", json.loads(line))
+    assert record.completion == completion
+    assert "reading" not in json.loads(completion_line("honest", Request("母は"), 7, Completion("優しい。", 3, "stop")))
+    with pytest.raises(ValueError, match="'reading' .* must be a string"):
+        _native_record("f.jsonl:2", {**json.loads(line), "reading": 5})
+
+
+def test_the_journal_keeps_the_reading(tmp_path):
+    completion = Completion("申し訳ありませんが、特定の", 10, "length", "申し訳ありませんが、特定の性別については書けません。")
+    journal = Journal(tmp_path, {"backend": "test"}, SamplingProtocol())
+    with journal.writing():
+        journal.append(Request("母は"), 7, completion)
+    assert journal.read() == {("母は", 0): completion}
+
+
+def test_the_bound_is_in_the_cache_key():
+    requests = [Request("母は")]
+    keys = {cache_key({"backend": "hf", "prompt_format": "chat-prefill"}, requests,
+                      SamplingProtocol(chat=ChatProtocol(refusal_window=bound))) for bound in (10, 60)}
+    assert len(keys) == 2
