@@ -1,12 +1,13 @@
 """How far a chat answer must be read to tell a refusal: the measurement behind ``chat.refusal_window``.
 
-    python benchmarks/refusal_window.py [--tokenizer demo:chat] [--bounds 20 30 40 50 60]
+    python benchmarks/refusal_window.py [--tokenizer demo:biased:bpe] [--bounds 20 30 40 50 60]
 
 Under a chat format an answer is scored on the protocol's window of new tokens
 (``chat.max_new_tokens``: 10 under ``chat-prefill``, 30 under
 ``chat-instruction``).  A refusal written as people write it opens with
 申し訳ありませんが、 and reaches its verb later, so the refusal reader reads on
-from the window's end to the end of the sentence the window cut, within a bound
+from the window's end until the answer's opening sentences (the two the
+detector reads) are complete, within a bound
 of tokens (``chat.refusal_window``).  On the labelled refusals of
 ``benchmarks/data/refusal_answers_ja.tsv`` (frozen, sha256-checked) this counts,
 per prompt format:
@@ -14,12 +15,16 @@ per prompt format:
 - how many the detector recognises in the whole text, in the window alone (the
   old reading), and read to the sentence end within each bound;
 - the tokens the reading needs (from the answer's start to the end of the
-  sentence the window cut): median, 95th percentile, largest;
+  opening sentences): median, 95th percentile, largest;
 
 and on the labelled answers and partial answers, how many become false refusals
 with the longer reading.  Tokens are counted with a real tokenizer built
-offline: a demo model's (``--tokenizer demo:chat`` is the chat demo models'
-SentencePiece, ``demo:biased-bpe`` a byte-level BPE) or any local folder.
+offline: a demo model's or any local folder.  The default, the demo models'
+byte-level BPE (1,000 tokens), cuts Japanese finer than a real model's
+tokenizer (1 of the 30 prefill refusals fits in 10 of its tokens, 11 of 30 in
+llm-jp-3's), so the bounds it needs are upper estimates.  The chat demo
+models' SentencePiece (``demo:chat``, 863 pieces) cannot spell most of these
+answers (unknown pieces decode to nothing), so it measures nothing here.
 """
 
 from __future__ import annotations
@@ -67,7 +72,7 @@ def _percentile(values: list[int], share: float) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tokenizer", default="demo:chat")
+    parser.add_argument("--tokenizer", default="demo:biased:bpe")
     parser.add_argument("--bounds", type=int, nargs="+", default=[20, 30, 40, 50, 60])
     args = parser.parse_args()
     location = resolve_demo(args.tokenizer) or args.tokenizer
@@ -90,6 +95,9 @@ def main() -> None:
               f"{sum(detected(detector, a, read_at(tokenizer, a, window, None)[0]) for a in refusals)}")
         print(f"  tokens the reading needs: median {statistics.median(needed):g}, p95 {_percentile(needed, 0.95)}, "
               f"max {max(needed)}")
+        characters = [len(cut_reading(a.text, len(read_at(tokenizer, a, window, None)[0]))) for a in refusals]
+        print(f"  characters the reading holds: median {statistics.median(characters):g}, "
+              f"p95 {_percentile(characters, 0.95)}, max {max(characters)}")
         for bound in args.bounds:
             found = sum(detected(detector, a, read_at(tokenizer, a, window, bound)[0]) for a in refusals)
             false = sum(detected(detector, a, read_at(tokenizer, a, window, bound)[0]) for a in others)

@@ -9,8 +9,8 @@ through :class:`AnswerReader`:
 - a refusal (the project's Japanese detector, :mod:`fairness_core.japanese.refusals`,
   or a chat API's own filter) is neither hurtful nor scored for sentiment: it is
   counted per group instead (:mod:`fairness_core.api.refusals`);
-- the refusal is read past the scored window, to the end of the sentence the
-  window cut (``Completion.reading``, ``chat.refusal_window``): a natural
+- the refusal is read past the scored window, to the end of the answer's
+  opening sentences (``Completion.reading``, ``chat.refusal_window``): a natural
   refusal reaches its verb after a 10-token window; HONEST and sentiment
   still score the window's text;
 - a ``chat-instruction`` answer is scored after the echo rule
@@ -78,7 +78,7 @@ class AnswerReader:
                 else completion.text)
         if completion.finish_reason == FILTERED:
             return Answer(prompt, completion.text, text, "withheld by the API (finish_reason content_filter)")
-        # The refusal is read past the scored window, to the end of the sentence the window cut (Completion.reading).
+        # The refusal is read past the scored window, to its opening sentences' end (Completion.reading).
         read = text if completion.reading is None else (
             strip_echo(prompt.text, completion.reading).text if self.prompt_format == "chat-instruction"
             else completion.reading)

@@ -51,7 +51,7 @@ class Completion:
     ``text`` is the protocol's window (``max_new_tokens``): what the evaluations score.
     ``finish_reason`` is ``"stop"`` (end of sequence) or ``"length"`` (``max_new_tokens``
     reached) where the engine reports it.  ``reading`` is, under a chat format, the
-    answer read on past the window to the end of the sentence the window cut
+    answer read on past the window until its opening sentences are complete
     (within ``chat.refusal_window`` tokens; :mod:`fairness_core.japanese.sentence_reading`):
     what the refusal reader reads.  ``None`` where nothing was read past the window.
     """

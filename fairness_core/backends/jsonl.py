@@ -18,7 +18,7 @@ gathered in one folder)::
      "seed": 1234, "text": "働いている。", "num_tokens": 5, "finish_reason": "stop"}
 
 Under a chat format a line may also carry ``reading``: the answer read on past
-the window (``text``) to the end of the sentence the window cut, within the
+the window (``text``) until its opening sentences are complete, within the
 protocol's ``chat.refusal_window`` tokens, which the refusal reader reads
 (``Completion.reading``).  Files whose manifest protocol predates
 ``chat.refusal_window`` are read with refusals judged in the window alone, and

@@ -565,8 +565,8 @@ class OpenAIBackend:
 
     async def _complete(self, client: httpx.AsyncClient, request: Request, seed: int, protocol: SamplingProtocol,
                         reading: int) -> Completion:
-        """The answer in the protocol's window, and where the window cut a sentence, the answer read on to that
-        sentence's end within ``reading`` tokens (:attr:`Completion.reading`).
+        """The answer in the protocol's window, and where the window ends before the answer's opening sentences do,
+        the answer read on to their end within ``reading`` tokens (:attr:`Completion.reading`).
 
         The window is the very request the protocol makes (``max_tokens`` the
         window), so what the evaluations score does not depend on the reading.
@@ -582,7 +582,7 @@ class OpenAIBackend:
         """
         window = await self._ask(client, request, seed, protocol)
         if reading <= protocol.max_new_tokens or window.finish_reason != "length" \
-                or not needs_more(window.text, len(window.text)):
+                or not needs_more(window.text):
             return window
         longer = await self._ask(client, request, seed, protocol.model_copy(update={"max_new_tokens": reading}))
         self.usage["reading_requests"] += 1

@@ -66,20 +66,20 @@ def sampling_params(seed: int, protocol: SamplingProtocol) -> dict:
 def window_completion(tokenizer, output, window: int, *, reads_on: bool) -> Completion:
     """One vLLM output as a :class:`Completion`: the window's tokens (what the protocol's ``max_tokens`` would have
     generated: a request's seeded stream does not depend on its ``max_tokens``) and, when the output ran past the
-    window, the reading cut at the end of the sentence the window cut.
+    window, the reading cut where its opening sentences end.
 
-    vLLM cannot stop "at the first sentence end after the 10th token" (a stop string would stop inside the
-    window), so the request runs to ``chat.refusal_window`` tokens and is cut here; the tokens past the
+    vLLM cannot stop "where the second sentence ends, but not before the 10th token" (a stop string would stop
+    inside the window), so the request runs to ``chat.refusal_window`` tokens and is cut here; the tokens past the
     reading's end are generated and dropped, a small cost on a GPU.
 
     >>> from types import SimpleNamespace as Output
     >>> class Pieces:  # a tokenizer whose ids are the characters' code points
     ...     def decode(self, ids, skip_special_tokens=True): return "".join(map(chr, ids))
-    >>> said = "申し訳ありませんが、お答えできません。以上"
+    >>> said = "申し訳ありませんが、お答えできません。ご了承ください。以上"
     >>> out = Output(text=said, token_ids=[ord(c) for c in said], finish_reason="length")
     >>> c = window_completion(Pieces(), out, 5, reads_on=True)
     >>> c.text, c.num_tokens, c.finish_reason, c.reading
-    ('申し訳あり', 5, 'length', '申し訳ありませんが、お答えできません。')
+    ('申し訳あり', 5, 'length', '申し訳ありませんが、お答えできません。ご了承ください。')
     """
     ids = list(output.token_ids)
     if not reads_on or len(ids) <= window:

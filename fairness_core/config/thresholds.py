@@ -44,7 +44,7 @@ class ChatProtocol(StrictModel):
 
     A refusal written as people write it (申し訳ありませんが、…できません。) reaches
     its verb after that window, so the refusal reader reads on from the window's
-    end to the end of the sentence the window cut, within ``refusal_window``
+    end until the answer's opening sentences (those the detector reads) are complete, within ``refusal_window``
     tokens from the answer's start (:mod:`fairness_core.japanese.sentence_reading`;
     60 measured in ``benchmarks/refusal_window.py``, docs/chat-models.md).  A value at
     most the window reads nothing past it.

@@ -448,7 +448,7 @@ class HFBackend:
         every row, as ``model.generate`` does: a finished row is fed padding,
         and the loop ends early once every row has finished.  Past the window
         (``max_new_tokens``) a row goes on, up to ``read_to`` tokens, only while
-        the sentence the window cut has not ended (:func:`needs_more`): what the
+        its opening sentences are not complete (:func:`needs_more`): what the
         refusal reader reads.  A row's first ``max_new_tokens`` tokens are the
         same either way: its random stream is keyed by (seed, prompt, sample,
         step), and the rows that read on change nothing before the window.
@@ -460,13 +460,10 @@ class HFBackend:
         finished = torch.isin(tokens, eos)
         generated = [tokens]
         positions = attention_mask.sum(dim=-1, keepdim=True)
-        window_chars: list[int] = []
         for step in range(1, steps):
             read = torch.zeros_like(finished)  # rows that have read what the refusal reader needs: they end here
             if step >= max_new_tokens:
-                rows = torch.stack(generated, dim=1).tolist()
-                window_chars = window_chars or [len(self._text(row[:max_new_tokens])) for row in rows]
-                read = self._read_enough(rows, finished, window_chars)
+                read = self._read_enough(torch.stack(generated, dim=1).tolist(), finished)
             if (finished | read).all():
                 break
             attention_mask = torch.cat([attention_mask, attention_mask.new_ones(len(tokens), 1)], dim=1)
@@ -514,18 +511,18 @@ class HFBackend:
                             **{self._cache_keyword: cache}, **positions, **self._last_logits_only)
         return output.logits[:, -1]
 
-    def _read_enough(self, rows: list[list[int]], finished: torch.Tensor, window_chars: list[int]) -> torch.Tensor:
-        """Which unfinished rows have read past the window to the end of the sentence the window cut."""
+    def _read_enough(self, rows: list[list[int]], finished: torch.Tensor) -> torch.Tensor:
+        """Which unfinished rows have read their opening sentences whole (:func:`needs_more`)."""
         unfinished = (~finished).tolist()
-        return torch.tensor([unfinished[i] and not needs_more(self._text(ids), window_chars[i])
-                             for i, ids in enumerate(rows)], device=finished.device)
+        return torch.tensor([unfinished[i] and not needs_more(self._text(ids)) for i, ids in enumerate(rows)],
+                            device=finished.device)
 
     def _text(self, new_ids: list[int]) -> str:
         return self.tokenizer.decode(_until_eos(new_ids, self.eos_ids), skip_special_tokens=True)
 
     def _decode(self, new_ids: list[int], window: int | None = None, *, reads_on: bool = False) -> Completion:
         """The completion of one row: the window's text and tokens, and, past the window, the reading
-        (:attr:`Completion.reading`) cut at the end of the sentence the window cut."""
+        (:attr:`Completion.reading`) cut where its opening sentences end."""
         new_ids = _until_eos(new_ids, self.eos_ids)
         scored = new_ids[:window] if window is not None else new_ids
         text = self.tokenizer.decode(scored, skip_special_tokens=True)
