@@ -83,8 +83,10 @@ class AnswerReader:
             strip_echo(prompt.text, completion.reading).text if self.prompt_format == "chat-instruction"
             else completion.reading)
         found = RefusalDetector.from_package_data().detect(read)
-        refusal = f"refusal phrase {', '.join(found.patterns)}" if found is not None else None
-        return Answer(prompt, completion.text, text, refusal)
+        if found is None:
+            return Answer(prompt, completion.text, text)
+        # a refusal's evidence shows it as far as it was read, the phrase that made it one included
+        return Answer(prompt, completion.refusal_text, text, f"refusal phrase {', '.join(found.patterns)}")
 
 
 def read_answers(backend: Backend, prompts: Sequence[Prompt], protocol: SamplingProtocol, reader: AnswerReader,
