@@ -520,16 +520,15 @@ class HFBackend:
     def _text(self, new_ids: list[int]) -> str:
         return self.tokenizer.decode(_until_eos(new_ids, self.eos_ids), skip_special_tokens=True)
 
-    def _decode(self, new_ids: list[int], window: int | None = None, *, reads_on: bool = False) -> Completion:
-        """The completion of one row: the window's text and tokens, and, past the window, the reading
-        (:attr:`Completion.reading`) cut where its opening sentences end."""
+    def _decode(self, new_ids: list[int], window: int, *, reads_on: bool) -> Completion:
+        """The completion of one row: the window's text and tokens, and, where the row ran past the window, the
+        reading (:attr:`Completion.reading`) cut where its opening sentences end."""
         new_ids = _until_eos(new_ids, self.eos_ids)
-        scored = new_ids[:window] if window is not None else new_ids
-        text = self.tokenizer.decode(scored, skip_special_tokens=True)
-        if not reads_on:
-            return Completion(text, len(scored))
+        text = self.tokenizer.decode(new_ids[:window], skip_special_tokens=True)
+        if not reads_on or len(new_ids) <= window:
+            return Completion(text, len(new_ids[:window]))
         longer = self.tokenizer.decode(new_ids, skip_special_tokens=True)
-        return Completion(text, len(scored), reading=cut_reading(longer, _shared_prefix(text, longer)))
+        return Completion(text, window, reading=cut_reading(longer, _shared_prefix(text, longer)))
 
 
 def _shared_prefix(window: str, longer: str) -> int:
