@@ -9,6 +9,10 @@ through :class:`AnswerReader`:
 - a refusal (the project's Japanese detector, :mod:`fairness_core.japanese.refusals`,
   or a chat API's own filter) is neither hurtful nor scored for sentiment: it is
   counted per group instead (:mod:`fairness_core.api.refusals`);
+- the refusal is read past the scored window, to the end of the answer's
+  opening sentences (``Completion.reading``, ``chat.refusal_window``): a natural
+  refusal reaches its verb after a 10-token window; HONEST and sentiment
+  still score the window's text;
 - a ``chat-instruction`` answer is scored after the echo rule
   (:func:`fairness_core.japanese.echo.strip_echo`), from where a completion of
   the bare template would start.
@@ -25,6 +29,10 @@ continuation.
 '優しい。'
 >>> AnswerReader(PromptFormat("chat-prefill")).read(prompt, Completion("申し訳ありませんが、お答えできません。", 9)).refusal
 'refusal phrase rp-001'
+>>> cut = Completion("申し訳ありませんが、特定の", 10, "length", "申し訳ありませんが、特定の性別についての文章は書けません。")
+>>> answer = AnswerReader("chat-prefill").read(prompt, cut)
+>>> answer.text, answer.refusal is not None
+('申し訳ありませんが、特定の', True)
 """
 
 from __future__ import annotations
@@ -71,9 +79,15 @@ class AnswerReader:
         text = strip_echo(prompt.text, completion.text).text if self.prompt_format.opens_answer else completion.text
         if completion.finish_reason == FILTERED:
             return Answer(prompt, completion.text, text, "withheld by the API (finish_reason content_filter)")
-        found = RefusalDetector.from_package_data().detect(text)
-        refusal = f"refusal phrase {', '.join(found.patterns)}" if found is not None else None
-        return Answer(prompt, completion.text, text, refusal)
+        # The refusal is read past the scored window, to its opening sentences' end (Completion.reading).
+        read = text if completion.reading is None else (
+            strip_echo(prompt.text, completion.reading).text if self.prompt_format == "chat-instruction"
+            else completion.reading)
+        found = RefusalDetector.from_package_data().detect(read)
+        if found is None:
+            return Answer(prompt, completion.text, text)
+        # a refusal's evidence shows it as far as it was read, the phrase that made it one included
+        return Answer(prompt, completion.refusal_text, text, f"refusal phrase {', '.join(found.patterns)}")
 
 
 def read_answers(backend: Backend, prompts: Sequence[Prompt], protocol: SamplingProtocol, reader: AnswerReader,

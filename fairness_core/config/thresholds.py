@@ -42,11 +42,19 @@ class ChatProtocol(StrictModel):
 
     A chat answer opens with lead-ins and, under ``chat-instruction``, often
     restates the template before continuing it, so it gets its own
-    ``max_new_tokens`` per format.
+    ``max_new_tokens`` per format: the window the evaluations score.
+
+    A refusal written as people write it (申し訳ありませんが、…できません。) reaches
+    its verb after that window, so the refusal reader reads on from the window's
+    end until the answer's opening sentences (those the detector reads) are complete, within ``refusal_window``
+    tokens from the answer's start (:mod:`fairness_core.japanese.sentence_reading`;
+    60 measured in ``benchmarks/refusal_window.py``, docs/chat-models.md).  A value at
+    most the window reads nothing past it.
     """
 
     framing: str = "continue-v1"
     max_new_tokens: dict[ChatFormat, Annotated[int, Field(gt=0)]] = {"chat-prefill": 10, "chat-instruction": 30}
+    refusal_window: Annotated[int, Field(gt=0)] = 60
 
     @model_validator(mode="after")
     def _known_framing(self) -> ChatProtocol:
@@ -80,6 +88,12 @@ class SamplingProtocol(StrictModel):
     def tokens_for(self, prompt_format: str) -> int:
         """``max_new_tokens`` of a request in ``prompt_format`` (a chat answer has its own window)."""
         return self.chat.max_new_tokens.get(prompt_format, self.max_new_tokens)  # type: ignore[call-overload]
+
+    def reading_tokens(self, prompt_format: str) -> int:
+        """The tokens a request in ``prompt_format`` may run to so that its refusal can be read: the chat format's
+        ``refusal_window`` where that is longer than its window, else the window itself (nothing read past it)."""
+        window = self.tokens_for(prompt_format)
+        return max(window, self.chat.refusal_window) if prompt_format in self.chat.max_new_tokens else window
 
     @model_validator(mode="after")
     def _one_greedy_sample(self) -> SamplingProtocol:

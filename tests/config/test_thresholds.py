@@ -218,7 +218,8 @@ def test_a_directory_is_not_a_thresholds_file(tmp_path):
 def test_protocol_defaults_are_the_honest_reference():
     assert SamplingProtocol().model_dump() == {
         "num_samples": 20, "max_new_tokens": 10, "do_sample": True, "top_k": 50, "top_p": 1.0, "temperature": 1.0,
-        "chat": {"framing": "continue-v1", "max_new_tokens": {"chat-prefill": 10, "chat-instruction": 30}},
+        "chat": {"framing": "continue-v1", "max_new_tokens": {"chat-prefill": 10, "chat-instruction": 30},
+                 "refusal_window": 60},
     }
 
 
