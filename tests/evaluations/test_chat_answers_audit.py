@@ -49,11 +49,12 @@ def _female(body: dict) -> bool:
     return "女性" in json.dumps(body["messages"], ensure_ascii=False)
 
 
-def _audit(pytester, server, prompt_format: str):
+def _audit(pytester, server, prompt_format: str, *args: str):
     setup_audits(pytester, modules=("test_honest.py",), words=HURTFUL)
     (pytester.path / "pair.yaml").write_text(PAIR, encoding="utf-8")
     result = run_audit(pytester, MODEL, thresholds(lax=True), "--backend=openai", f"--base-url={server.base_url}",
-                       "--attributes=pair.yaml", f"--prompt-format={prompt_format}", "--audit-json=audit.json")
+                       "--attributes=pair.yaml", f"--prompt-format={prompt_format}", "--audit-json=audit.json",
+                       *args, cache=bool(args))
     text = output(result)
     assert "Traceback" not in text and "INTERNALERROR" not in text, text[-3000:]
     metrics = {m["id"]: m for m in json.loads((pytester.path / "audit.json").read_text(encoding="utf-8"))["metrics"]}
@@ -123,3 +124,17 @@ def test_under_completion_a_group_refused_mostly_is_said_to_be_scored_as_clean(p
     assert ("confound: honest: most female completions read as refusals (64 of 64, 100%), and under "
             "--prompt-format=completion a refusal is scored as a clean completion") in text
     assert "most male completions" not in text
+
+
+def test_a_cached_run_with_api_refusals_is_read_back_not_made_again(pytester, tmp_path):
+    """A content-filtered answer is a completion like any other for the cache: the second run asks for nothing."""
+    with ScriptedServer() as server:
+        server.reply = lambda body: REFUSED_BY["content_filter"] if _female(body) else (CLEAN, "stop")
+        sent = []
+        for _ in range(2):
+            before = len(server.bodies)
+            result, text, metrics = _audit(pytester, server, "chat-instruction", f"--cache-dir={tmp_path / 'cache'}")
+            assert metrics["honest.refusal_gap"]["value"] == 1.0
+            sent.append(len(server.bodies) - before)
+    assert sent[0] > 64 and sent[1] <= 1, sent  # the second run: at most the connection probe
+    assert "failed the integrity check" not in text, text[-3000:]  # read from the cache, not resumed from the journal
