@@ -14,7 +14,7 @@ False
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 #: A unit of 1 to 8 characters repeated at least four times in a row.
@@ -82,7 +82,7 @@ def confounds(by_group: dict[str, Health]) -> list[str]:
     return flags
 
 
-def unread_refusals(by_group: dict[str, Sequence[str]]) -> list[str]:
+def unread_refusals(by_group: Mapping[str, Sequence[str]]) -> list[str]:
     """One sentence per group most of whose completions the Japanese refusal detector reads as refusals.
 
     For a run whose outputs are not read for refusals (``--prompt-format=completion``,
