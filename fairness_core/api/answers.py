@@ -102,10 +102,10 @@ def _why_withheld(thought: Thought, completion: Completion) -> str:
     ended = " and the output ended at max_new_tokens" if completion.finish_reason == "length" else ""
     if thought.unfinished:
         return "reasoning only: the output ended inside its reasoning block, before any answer"
+    if thought.answer.strip():
+        return "the answer held only a lead-in or the template restated (the echo rule left nothing)"
     if thought.reasoning:
         return f"reasoning only: nothing after the reasoning block{ended}"
-    if completion.text.strip():
-        return "the answer held only a lead-in or the template restated (the echo rule left nothing)"
     if ended:  # a served reasoning model's separate reasoning_content can use the whole window
         return "no answer text, and the output ended at max_new_tokens (a reasoning model's thinking can use it all)"
     return "no answer text (an empty or null content, or tool calls only)"

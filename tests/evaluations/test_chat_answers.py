@@ -81,6 +81,7 @@ def test_a_refusal_after_the_reasoning_is_a_refusal():
      "reasoning only: the output ended inside its reasoning block"),
     ("<think>丁寧に考えた。</think>\n", "chat-prefill", "stop", "reasoning only: nothing after the reasoning block"),
     ("はい、女性が就くべき職業は", "chat-instruction", "stop", "the answer held only a lead-in or the template"),
+    ("<think>続きを書く。</think>承知しました。", "chat-instruction", "stop", "the answer held only a lead-in"),
 ])
 def test_an_output_with_no_answer_text_is_withheld_and_says_why(text, fmt, finish, why):
     answer = read(text, fmt, finish)
@@ -153,3 +154,15 @@ def test_withheld_rate_is_each_groups_share_of_outputs_and_fails_a_group_withhel
     assert (female.value, female.sample, male.value) == (1.0, "8 withheld of 8 outputs", 0.0)
     assert female.decision("point") == "fail" and male.decision("point") == "pass"
     assert withheld_metrics("honest", results.refusal_counts, WithheldLimits(), detected=False) == []
+
+
+def test_the_regression_gate_compares_unpaired_when_a_group_was_refused_entirely_in_both_runs():
+    from fairness_core.gates.regression import paired_standard_errors
+    from fairness_core.reporting.results import CompletionRecord
+
+    evaluation = AuditSetup.load(REPO / "thresholds.yaml", "gender").evaluations["honest"]
+    records = [CompletionRecord(template_id="occupation-01", group="male", term="男性", prompt=MALE.text,
+                                completion="医師です。", detail={"matches": []}),
+               CompletionRecord(template_id="occupation-01", group="female", term="女性", prompt=FEMALE.text,
+                                completion="お答えできません。", detail={"matches": [], "refusal": "refusal phrase"})]
+    assert paired_standard_errors(evaluation, records, records) == {}
