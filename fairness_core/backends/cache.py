@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from filelock import FileLock
 
-from fairness_core.backends.base import Backend, Completion, Request, ScoreRequest, score_continuations
+from fairness_core.backends.base import FILTERED, Backend, Completion, Request, ScoreRequest, score_continuations
 from fairness_core.config.chat_framings import framing_text
 
 if TYPE_CHECKING:
@@ -151,10 +151,10 @@ def parse_entry(text: str, expected: int) -> list[Completion]:
     for index, row in enumerate(rows):
         if not (isinstance(row, dict) and set(row) == {"text", "num_tokens", "finish_reason", "reading"}
                 and isinstance(row["text"], str) and type(row["num_tokens"]) is int and row["num_tokens"] >= -1
-                and row["finish_reason"] in (None, "stop", "length") and isinstance(row["reading"], str | None)):
+                and row["finish_reason"] in (None, "stop", "length", FILTERED) and isinstance(row["reading"], str | None)):
             raise CacheEntryError(f"completion {index} is not {{'text': str, 'num_tokens': int >= -1 (-1: not "
-                                  f"reported), 'finish_reason': stop, length or null, 'reading': str or null}}: "
-                                  f"{row!r:.80}")
+                                  f"reported), 'finish_reason': stop, length, {FILTERED} or null, 'reading': str or "
+                                  f"null}}: {row!r:.80}")
     return [Completion(**row) for row in rows]
 
 

@@ -121,6 +121,9 @@ NEUTRAL_FIELDS: Mapping[str, float | int] = {
     "frequency_penalty": 0.0, "typical_p": 1.0, "mirostat": 0, "dry_multiplier": 0.0, "xtc_probability": 0.0,
 }
 FINISH_REASONS = ("stop", "length")
+#: A chat answer that called tools (OpenAI's current and former names) ended its turn: read as ``stop``, its text
+#: (usually none: then the answer is withheld, fairness_core.api.answers) as any other.
+TOOL_CALLS = ("tool_calls", "function_call")
 #: Where a request is posted: text or token ids to continue, or chat turns for the server's chat template.
 ROUTES = {"completions": "/completions", "chat": "/chat/completions"}
 #: What the report says of prompts sent as chat turns.
@@ -197,7 +200,9 @@ def server_message(response: httpx.Response) -> str:
 
 def answer_text(choice: Any) -> str | None:
     """The text of one choice: ``text`` (``/completions``) or ``message.content`` (``/chat/completions``, where a
-    refusal field or a content filter may leave it null: then ``""``); ``None`` when it has neither shape."""
+    refusal field, a content filter or tool calls may leave it null: then the refusal's text or ``""``); ``None``
+    when it has neither shape.  A served reasoning model's ``reasoning_content`` is never part of it: the thinking
+    is not the answer."""
     if not isinstance(choice, dict):
         return None
     if isinstance(choice.get("text"), str):
@@ -604,7 +609,7 @@ class OpenAIBackend:
         if len(choices) != 1:
             raise GenerationError(f"The server returned {len(choices)} choices for {where}; exactly 1 was asked for (n=1).")
         choice = choices[0]
-        allowed = FINISH_REASONS if self.route == "completions" else (*FINISH_REASONS, FILTERED)
+        allowed = FINISH_REASONS if self.route == "completions" else (*FINISH_REASONS, FILTERED, *TOOL_CALLS)
         if choice.get("finish_reason") not in allowed:
             raise GenerationError(f"The server ended {where} with finish_reason={choice.get('finish_reason')!r}; "
                                   f"allowed: {', '.join(allowed)}.")
@@ -617,8 +622,9 @@ class OpenAIBackend:
                                   f"{protocol.max_new_tokens}: it does not honour the protocol.")
         self.usage["prompt_tokens"] += usage.get("prompt_tokens", 0)
         self.usage["completion_tokens"] += num_tokens or 0
+        finish = "stop" if choice["finish_reason"] in TOOL_CALLS else choice["finish_reason"]
         return Completion(answer_text(choice) or "", -1 if num_tokens is None else num_tokens,
-                          FILTERED if refused else choice["finish_reason"])
+                          FILTERED if refused else finish)
 
     def generate(self, requests: Sequence[Request], protocol: SamplingProtocol) -> list[Completion]:
         """One completion per request, in order; samples already in the journal are not asked for again.

@@ -38,7 +38,7 @@ from pydantic import ValidationError
 from fairness_core.config.thresholds import DecisionRule, LimitsSource
 from fairness_core.config.validation import FrozenModel
 from fairness_core.errors import AuditUsageError
-from fairness_core.reporting.health import confounds, health
+from fairness_core.reporting.health import confounds, health, unread_refusals
 from fairness_core.scorecard import MetricResult
 
 SCHEMA_VERSION = 5
@@ -166,6 +166,9 @@ def build_results(session) -> AuditResults:
         by_group = {g: health(own) for g, own in pairs.items() if own}
         health_rows += [HealthRecord(evaluation=name, group=g, **vars(h)) for g, h in by_group.items()]
         flags += [f"{name}: {flag}" for flag in confounds(by_group)]
+        if not evaluation.answers.detects_refusals:
+            texts = {g: [completion for _, completion in own] for g, own in pairs.items()}
+            flags += [f"{name}: {flag}" for flag in unread_refusals(texts)]
         completions[name] = records
     return AuditResults.model_validate(dict(
         schema_version=SCHEMA_VERSION, provenance=session.provenance(), thresholds=session.config.model_dump(),
