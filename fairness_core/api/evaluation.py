@@ -163,6 +163,28 @@ class Evaluation:
         """What is wrong with this evaluation's options (a ``--lexicon`` that is no file), found without loading."""
         return []
 
+    def cannot_run(self, options: AuditOptions, backend: Backend | None = None) -> str | None:
+        """Why this evaluation cannot run on what the user gave, or ``None`` (the default: it can).
+
+        An evaluation that cannot run is **not judged**, with this reason: the
+        header, the terminal summary, the HTML report and ``--audit-json`` say
+        so, its tests are skipped with it, and only ``--require=<name>`` turns
+        it into a failing test.  So return a reason for what the user did not
+        ask of this evaluation (a completions file written without its prompts,
+        a server that cannot score continuations), and keep raising an
+        ``AuditUsageError`` from :meth:`input_problems` or :meth:`load` for a bad
+        value of an option the user set for it (a ``--lexicon`` that is no file).
+
+        The run asks twice: at start-up with ``backend=None``, from the options
+        alone (cheap: it runs at collection, before any model is loaded; e.g.
+        ``options.backend``, a file named by an option), and once more with the
+        opened ``backend`` before :meth:`load`, for what only the backend knows
+        (``backend.description``, whether it scores).  The reason is one line
+        that completes "<name> not judged: ...", e.g. ``"the completions file
+        holds no bbq answers (generate them with ja-fairness-audit generate)"``.
+        """
+        return None
+
     @classmethod
     def metric_spec(cls, metric: str) -> MetricSpec:
         """The spec of one of this evaluation's metrics, by name (a ``KeyError`` for a name it does not report)."""

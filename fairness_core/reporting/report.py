@@ -85,7 +85,7 @@ def overshoot(metric: MetricRecord) -> float:
 
 
 #: The sections of the HTML summary that the verdict's counts link to.
-LIMITS, DETAILS, REGRESSIONS = "fa-limits", "fa-details", "fa-regressions"
+LIMITS, DETAILS, REGRESSIONS, NOT_JUDGED = "fa-limits", "fa-details", "fa-regressions", "fa-not-judged"
 
 
 @dataclass(frozen=True)
@@ -133,6 +133,9 @@ def verdict(violations: Sequence[dict], results: AuditResults) -> Verdict:
     counts += [(_count(len(failing) - limits, "per-template or per-category limit failed",
                        "per-template or per-category limits failed"), DETAILS)] if len(failing) > limits else []
     counts += [(_count(regressions, "regression", "regressions"), REGRESSIONS)] if regressions else []
+    required = sum(v.get("kind") == "required" for v in violations)
+    counts += [(_count(required, "required evaluation not judged", "required evaluations not judged"),
+                NOT_JUDGED)] if required else []
     if results.provenance is None:
         return Verdict(tuple(counts), "")
     model = results.provenance.model
@@ -185,6 +188,9 @@ def summary_html(results: AuditResults, violations: Sequence[dict] = (), plots: 
            + _table(metric_header, [_metric_row(m) for m in details], css_class="fa-metrics") if details else "")
         + (f'<h3 id="{REGRESSIONS}">Regressions against the baseline</h3>'
            + _table(["metric", "regression"], regressions) if regressions else "")
+        + (f'<h3 id="{NOT_JUDGED}">Evaluations not judged</h3>'
+           + _table(["evaluation", "why"], [[_cell(name), _cell(why)] for name, why in p.not_judged.items()])
+           if p.not_judged else "")
         + "<h2>Fairness audit</h2>"
         + _table(["", ""], [[_cell(k), _cell(v)] for k, v in provenance])
         + "<h3>Generation health</h3>"
@@ -229,6 +235,7 @@ def terminal_lines(violations: Sequence[dict], results: AuditResults, outputs: S
     lines += evaluation_lines
     lines += sampling_lines(results.provenance.sampling)
     lines += [f"not judged: {m.id}: {m.skip_reason}" for m in results.metrics if m.aggregate and m.value is None]
+    lines += [f"not judged: {name}: {why}" for name, why in results.provenance.not_judged.items()]
     lines += [f"not run: {name}: {why}" for name, why in results.provenance.not_run.items()]
     lines += [f"confound: {line}" for line in results.confounds]
     lines += results.notes

@@ -12,6 +12,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from fairness_core.backends.base import ContextWindowError
 from fairness_core.errors import AuditUsageError
 
 #: Files a ``transformers`` tokenizer is read from, by kind; a model folder needs at least one of them.
@@ -66,13 +67,28 @@ def check_encoding(tokenizer, encode: Callable[[object, str], Sequence[int]], na
     return kind
 
 
+class PromptsTooLongError(ModelCheckError, ContextWindowError):
+    """Prompts and completions that do not fit the model's positions: the run does not judge that evaluation."""
+
+
 def check_context(prompt_tokens: int, max_new_tokens: int, positions: int | None, name: str) -> None:
-    """Prompt and completion must fit the model's positions; past them a model degrades or slows, unannounced."""
-    if positions is not None and prompt_tokens + max_new_tokens > positions:
-        raise ModelCheckError(f"--model={name}: the protocol needs up to {prompt_tokens + max_new_tokens} positions "
+    """Prompt and completion must fit the model's positions; past them a model degrades or slows, unannounced.
+
+    >>> check_context(588, 10, 256, "m")
+    Traceback (most recent call last):
+    ...
+    fairness_core.backends.hf.model_checks.PromptsTooLongError: --model=m has 256 positions and the longest prompt alone takes 588 tokens: no completion fits (a model with a longer context window can be audited on these prompts).
+    """
+    if positions is None or prompt_tokens + max_new_tokens <= positions:
+        return
+    if prompt_tokens >= positions:
+        raise PromptsTooLongError(f"--model={name} has {positions} positions and the longest prompt alone takes "
+                                  f"{prompt_tokens} tokens: no completion fits (a model with a longer context window "
+                                  f"can be audited on these prompts).")
+    raise PromptsTooLongError(f"--model={name}: the protocol needs up to {prompt_tokens + max_new_tokens} positions "
                               f"(a prompt of {prompt_tokens} tokens + max_new_tokens {max_new_tokens}) but the model "
                               f"has {positions}. Lower max_new_tokens in the thresholds file's protocol to at most "
-                              f"{max(positions - prompt_tokens, 0)}.")
+                              f"{positions - prompt_tokens}.")
 
 
 def max_positions(config) -> int | None:
