@@ -74,10 +74,12 @@ class PromptsTooLongError(ModelCheckError, ContextWindowError):
 def check_context(prompt_tokens: int, max_new_tokens: int, positions: int | None, name: str) -> None:
     """Prompt and completion must fit the model's positions; past them a model degrades or slows, unannounced.
 
-    >>> check_context(588, 10, 256, "m")
-    Traceback (most recent call last):
-    ...
-    fairness_core.backends.hf.model_checks.PromptsTooLongError: --model=m has 256 positions and the longest prompt alone takes 588 tokens: no completion fits (a model with a longer context window can be audited on these prompts).
+    >>> try:
+    ...     check_context(588, 10, 256, "m")
+    ... except PromptsTooLongError as err:
+    ...     print(err)
+    --model=m has 256 positions and the longest prompt alone takes 588 tokens: no completion fits (a model with a \
+longer context window can be audited on these prompts).
     """
     if positions is None or prompt_tokens + max_new_tokens <= positions:
         return
