@@ -99,7 +99,7 @@ SAMPLING = Option("--sampling", "fixed: every prompt gets the protocol's samples
                   "every prompt, stopping as soon as an evaluation's verdict is settled (anytime-valid), at most the "
                   "fixed protocol's budget (docs/gate.md)", o.one_of(*SAMPLING_MODES), FIXED,
                   commands=frozenset({AUDIT, PLAN}))
-REQUIRE = Option("--require", "evaluations that must be judged, comma-separated (e.g. honest,bbq): one that this run "
+REQUIRE = Option("--require", "names of registered evaluations that must be judged, comma-separated: one that this run "
                  "cannot judge (an attribute set without its section, prompts that do not fit the model, ...) fails a "
                  "test instead of being reported as not judged", evaluation_names, (), default_text="none",
                  commands=frozenset({AUDIT}), metavar="EVALUATION[,EVALUATION...]")
