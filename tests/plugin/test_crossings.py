@@ -234,6 +234,10 @@ def test_tests_the_run_has_nothing_for_are_not_counted_as_deselected(pytester):
 def test_plan_takes_the_prompt_format_and_sampling(capsys):
     code, text = _plan(capsys, "--prompt-format=chat-instruction", "--sampling=adaptive")
     assert code == 0, text
+    lines = text.splitlines()
+    assert any(re.fullmatch(r"--prompt-format=chat-instruction: max_new_tokens .*honest 30.*", line) for line in lines)
+    assert any(line.startswith("--sampling=adaptive: ") and "honest draws rounds until its verdict is settled" in line
+               for line in lines), text
 
 
 def test_the_jsonl_header_names_the_prompt_format(tmp_path):
