@@ -112,23 +112,20 @@ def test_the_documented_crossed_command_passes_the_fair_demo(pytester):
 # --- 12. prompts that do not fit the model: that evaluation is not judged, the others go on ------------------------
 
 def test_prompts_that_do_not_fit_the_model_leave_that_evaluation_not_judged(pytester):
-    """The demo model has 64 positions: HONEST's 60 new tokens and BBQ's long questions do not fit; sentiment does."""
-    result = audit(pytester, "--bbq-scorer=generated-choice", "--audit-json=out.json",
-                   honest={"protocol": {**thresholds()["honest"]["protocol"], "max_new_tokens": 60}})
+    """The demo model has 64 positions: BBQ's questions alone are longer; HONEST and sentiment are judged."""
+    result = audit(pytester, "--bbq-scorer=generated-choice", "--audit-json=out.json")
     text = output(result)
     assert result.ret == pytest.ExitCode.OK, text
     assert "passed" in result.parseoutcomes(), text
     result.stdout.fnmatch_lines([
         "  bbq: not judged: its prompts do not fit the model's context window: --model=demo has 64 positions and the "
-        "longest prompt alone takes * tokens: no completion fits *",
-        "  honest: not judged: its prompts do not fit the model's context window: --model=demo: the protocol needs "
-        "up to * positions (a prompt of * tokens + max_new_tokens 60) but the model has 64. Lower max_new_tokens in "
-        "the thresholds file's protocol to at most *.",
+        "longest prompt alone takes * tokens: no completion fits (a model with a longer context window can be "
+        "audited on these prompts).",
         "PASSED: no audit violations"])
-    assert "to at most 0" not in text, text
+    assert "Lower max_new_tokens" not in text, text
     written = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))
-    assert set(written["provenance"]["not_judged"]) == {"honest", "bbq"}
-    assert {m["evaluation"] for m in written["metrics"]} == {"sentiment"}
+    assert set(written["provenance"]["not_judged"]) == {"bbq"}
+    assert {m["evaluation"] for m in written["metrics"]} == {"honest", "sentiment"}
 
 
 # --- 13. crossed-set spellings: one usage error naming the real cause ------------------------------------------------
