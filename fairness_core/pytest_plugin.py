@@ -14,6 +14,11 @@ own package) and the regression tests; they mark themselves
    that the selected tests need, and generates and scores once,
 
 turning every problem into one ``pytest.UsageError``.  ``--co`` stops after 1.
+An evaluation that the run cannot judge (the attribute set has no section for
+it, :meth:`~fairness_core.api.evaluation.Evaluation.cannot_run` gives a reason,
+its prompts do not fit the model) is no usage error: its tests are skipped with
+the reason, and ``--require`` turns it into one failing test
+(``fairness_core/audits/test_required.py``).
 """
 
 from __future__ import annotations

@@ -98,7 +98,35 @@ def test_require_names_registered_evaluations(pytester, given, message):
     assert "Traceback" not in output(result)
 
 
-@pytest.mark.slow
+@pytest.mark.parametrize("known_from", ["options", "backend"])
+def test_an_evaluation_that_says_it_cannot_run_is_not_judged(pytester, monkeypatch, known_from):
+    """The generic hook, ``Evaluation.cannot_run``: a reason known from the options (at collection) or only from the
+    opened backend (at the session's start) leaves the evaluation not judged, never loaded, its tests skipped."""
+    from fairness_core.evaluations.sentiment.evaluation import SentimentEvaluation
+
+    def cannot_run(self, options, backend=None):
+        if known_from == "backend" and backend is None:
+            return None
+        return f"the {options.backend} backend cannot serve it ({known_from})"
+
+    def load(self, options):
+        raise AssertionError("an evaluation that is not judged is never loaded")
+
+    monkeypatch.setattr(SentimentEvaluation, "cannot_run", cannot_run)
+    monkeypatch.setattr(SentimentEvaluation, "load", load)
+    result = audit(pytester, "-k", "sentiment or required", "--require=sentiment", "--audit-json=out.json")
+    text = output(result)
+    why = f"the hf backend cannot serve it ({known_from})"
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, text
+    assert result.parseoutcomes()["failed"] == 1 and "passed" not in result.parseoutcomes(), text
+    assert f"  sentiment: not judged: {why}" in result.stdout.lines
+    assert f"VIOLATION REQUIRED sentiment not judged: {why}" in result.stdout.lines
+    assert any(line.startswith("SKIPPED [") and line.endswith(f"sentiment not judged: {why}")
+               for line in result.stdout.lines), text
+    assert json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))["provenance"]["not_judged"] == {
+        "sentiment": why}
+
+
 def test_the_documented_crossed_command_passes_the_fair_demo(pytester):
     """docs/attribute-sets.md's command, whole: HONEST judged on the crossed groups, the others not judged."""
     result = audit(pytester, f"--attributes={CROSSED}", protocol={"num_samples": 1})
