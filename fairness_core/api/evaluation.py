@@ -154,6 +154,13 @@ class Evaluation:
         return cls.attribute_section is None or attributes.section(cls.name) is not None
 
     @classmethod
+    def why_unsupported(cls, attributes: AttributeSet) -> str:
+        """Why :meth:`supports` turns ``attributes`` down, for the reader (the run shows it as "not judged: not
+        applicable to the attribute set 'x': <this>"); override it with :meth:`supports`.  By default, why the set
+        has no section for this evaluation (a crossed set says what kept it from composing one)."""
+        return attributes.why_missing(cls.name)
+
+    @classmethod
     def config_problems(cls, section: Any, attributes: AttributeSet, *, where: str) -> list[str]:
         """How this evaluation's limits disagree with the attribute set (a group without a limit), one per line."""
         return []

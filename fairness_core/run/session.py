@@ -107,8 +107,8 @@ class AuditSession:
         """Take evaluation ``name`` out of this run: it is not judged, because ``why``."""
         del self.evaluations[name]
         self.not_judged[name] = why
-        self._scored.pop(name, None)
-        self.sampling.pop(name, None)
+        for kept in (self._scored, self.sampling, self._settled, self._cards):
+            kept.pop(name, None)
 
     def check(self, metric_id: str, *, where: Sequence[str], evidence: Callable[[], Sequence[Evidence]] = list,
               evidence_total: int | None = None) -> None:

@@ -65,7 +65,7 @@ class AuditSetup:
             problems.append(f"No evaluation applies to the attribute set {attribute_set.name!r} "
                             f"({attribute_set.source}): give it a section for one of "
                             f"{', '.join(n for n, c in classes.items() if c.attribute_section is not None)}"
-                            + "".join(f"\n  - {name}: {attribute_set.why_missing(name)}"
+                            + "".join(f"\n  - {name}: {c.why_unsupported(attribute_set)}"
                                       for name, c in classes.items() if c.attribute_section is not None))
         for name in supported:
             problems += classes[name].config_problems(config.section(name), attribute_set, where=where)
@@ -85,7 +85,8 @@ class AuditSetup:
 
     def not_applicable(self) -> dict[str, str]:
         """The registered evaluations that the attribute set does not run, and why."""
-        return {name: f"not applicable to the attribute set {self.attributes.name!r}: {self.attributes.why_missing(name)}"
+        return {name: f"not applicable to the attribute set {self.attributes.name!r}: "
+                      f"{EVALUATIONS.load(name).why_unsupported(self.attributes)}"
                 for name in EVALUATIONS if name not in self.evaluations}
 
     def not_judged(self, options: AuditOptions, backend: Backend | None = None) -> dict[str, str]:
