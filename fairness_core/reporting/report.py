@@ -176,6 +176,9 @@ def summary_html(results: AuditResults, violations: Sequence[dict] = (), plots: 
                _cell(f"{h.repeat_share:.1%}"), _cell(f"{h.loop_share:.1%}"), _cell(f"{h.mean_length:.1f}")]
               for h in results.health]
     flags = "".join(f'<p class="fa-flag">Confound: {escape(flag)}</p>' for flag in results.confounds)
+    # A --require'd evaluation left out by the test selection is listed too: the verdict's count links here.
+    not_judged = {**p.not_judged, **{v["metric"]: p.not_run[v["metric"]] for v in violations
+                                     if v.get("kind") == "required" and v["metric"] in p.not_run}}
     notes = "".join(f"<p>{escape(note)}</p>" for note in results.notes if not note.startswith("baseline: "))
     images = "".join(f'<h3>{escape(title)}</h3><img alt="{escape(title)}" src="data:image/png;base64,{png}"/>'
                      for title, png in plots)
@@ -189,8 +192,8 @@ def summary_html(results: AuditResults, violations: Sequence[dict] = (), plots: 
         + (f'<h3 id="{REGRESSIONS}">Regressions against the baseline</h3>'
            + _table(["metric", "regression"], regressions) if regressions else "")
         + (f'<h3 id="{NOT_JUDGED}">Evaluations not judged</h3>'
-           + _table(["evaluation", "why"], [[_cell(name), _cell(why)] for name, why in p.not_judged.items()])
-           if p.not_judged else "")
+           + _table(["evaluation", "why"], [[_cell(name), _cell(why)] for name, why in not_judged.items()])
+           if not_judged else "")
         + "<h2>Fairness audit</h2>"
         + _table(["", ""], [[_cell(k), _cell(v)] for k, v in provenance])
         + "<h3>Generation health</h3>"

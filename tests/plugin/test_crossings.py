@@ -76,13 +76,20 @@ def test_a_crossed_set_skips_what_it_cannot_run_with_the_reason_everywhere(pytes
 
 
 def test_require_turns_an_evaluation_not_judged_into_one_failing_test(pytester):
-    result = audit(pytester, f"--attributes={CROSSED}", "-k", "sentiment or required", "--require=sentiment")
+    result = audit(pytester, f"--attributes={CROSSED}", "-k", "sentiment or required", "--require=sentiment,honest",
+                   "--html=report.html")
     text = output(result)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, text
-    result.assert_outcomes(failed=1, skipped=result.parseoutcomes().get("skipped", 0))
-    result.stdout.fnmatch_lines(["test_required.py F*", "*_ test_required_evaluation_is_judged?sentiment? _*",
-                                 "FAILED: 1 required evaluation not judged"])
+    result.assert_outcomes(failed=2, skipped=result.parseoutcomes().get("skipped", 0))
+    result.stdout.fnmatch_lines(["test_required.py FF*", "*_ test_required_evaluation_is_judged?sentiment? _*",
+                                 "FAILED: 2 required evaluations not judged"])
     assert f"VIOLATION REQUIRED sentiment not judged: {SENTIMENT_WHY}" in result.stdout.lines
+    assert "VIOLATION REQUIRED honest not judged: not selected" in result.stdout.lines  # -k left it out
+    html = (pytester.path / "report.html").read_text(encoding="utf-8")
+    assert '<a href="#fa-not-judged">2 required evaluations not judged</a>' in html
+    assert re.search(r'<h3 id="fa-not-judged">Evaluations not judged</h3>.*<td class="">honest</td><td class="">not '
+                     r'selected</td>', html,
+                     flags=re.S), html
     assert "KeyError" not in text, text
 
 
