@@ -163,6 +163,20 @@ def test_prompts_that_do_not_fit_the_model_leave_that_evaluation_not_judged(pyte
     assert {m["evaluation"] for m in written["metrics"]} == {"honest", "sentiment"}
 
 
+def test_generate_leaves_out_an_evaluation_whose_prompts_do_not_fit(tmp_path, capsys):
+    """``ja-fairness-audit generate`` on the same model: BBQ is left out of the file with a line saying why."""
+    output_file = tmp_path / "completions.jsonl"
+    code = cli.main(["generate", "--model=demo", "--device=cpu", "--no-cache", "--bbq-scorer=generated-choice",
+                     f"--thresholds={_thresholds_file(tmp_path)}", f"--output={output_file}"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert re.search(r"^bbq: not generated: its prompts do not fit the model's context window: --model=demo has 64 "
+                     r"positions and the longest prompt alone takes \d+ tokens", captured.err, flags=re.M), captured.err
+    rows = [json.loads(line) for line in output_file.read_text(encoding="utf-8").splitlines()]
+    assert set(rows[0]["manifest"]["evaluations"]) == {"honest", "sentiment"}
+    assert {row["evaluation"] for row in rows[1:]} == {"honest", "sentiment"}
+
+
 # --- 13. crossed-set spellings: one usage error naming the real cause ------------------------------------------------
 
 def _plan(capsys, *arguments: str) -> tuple[int, str]:
