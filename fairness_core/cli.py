@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fairness_core.api.prompts import PromptSet
-from fairness_core.backends.base import Backend, BackendSettings, Request, request_seed
+from fairness_core.backends.base import Backend, BackendSettings, ContextWindowError, Request, request_seed
 from fairness_core.backends.catalog import DEFAULT_BACKEND
 from fairness_core.config.option_types import GENERATE, PLAN
 from fairness_core.errors import AuditUsageError
-from fairness_core.run.options import OUTPUT, SHARD, add_options, project_root
+from fairness_core.run.options import OUTPUT, SAMPLING, SHARD, add_options, project_root
 
 if TYPE_CHECKING:
     from fairness_core.run.setup import AuditSetup
@@ -77,18 +77,29 @@ def write_completions(backend: Backend, settings: BackendSettings, prompt_sets: 
 
     The file appears only when complete, so a crashed run leaves no half shard
     to be mistaken for a whole one (the backends' caches make the rerun cheap).
+    An evaluation whose prompts do not fit the model's context window is left
+    out of the file and its manifest, with a line on stderr; the audit of the
+    file then reports it as not judged.
     """
     from fairness_core.backends.cache import write_atomically
     from fairness_core.backends.jsonl import completion_line, manifest_line
 
-    lines = [manifest_line(manifest(backend, settings, prompt_sets, shard))]
+    header = manifest(backend, settings, prompt_sets, shard)
+    lines = []
     for prompt_set in prompt_sets:
         requests = in_shard(prompt_set.requests(), shard)
-        for request, completion in zip(requests, backend.generate(requests, prompt_set.protocol), strict=True):
+        try:
+            completions = backend.generate(requests, prompt_set.protocol)
+        except ContextWindowError as err:
+            del header["evaluations"][prompt_set.evaluation]
+            print(f"{prompt_set.evaluation}: not generated: its prompts do not fit the model's context window: {err}",
+                  file=sys.stderr)
+            continue
+        for request, completion in zip(requests, completions, strict=True):
             seed = request_seed(settings.seed, request.prompt, request.sample_index)
             lines.append(completion_line(prompt_set.evaluation, request, seed, completion))
-    write_atomically(output, "\n".join(lines) + "\n")
-    return len(lines) - 1
+    write_atomically(output, "\n".join([manifest_line(header), *lines]) + "\n")
+    return len(lines)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -152,7 +163,7 @@ def _plan(start: StartUp, setup: AuditSetup) -> int:
     notes = [f"  {note}" for note in setup.config.limits_notes(list(setup.evaluations))]
     print("\n".join([f"thresholds {start.thresholds}", *notes]))
     print("\n".join(plan_lines(setup.config, setup.attributes.name, setup.evaluations, setup.not_applicable(),
-                               start.options)))
+                               start.options, sampling=start.values[SAMPLING.dest])))
     return 0
 
 

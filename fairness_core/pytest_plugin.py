@@ -14,6 +14,11 @@ own package) and the regression tests; they mark themselves
    that the selected tests need, and generates and scores once,
 
 turning every problem into one ``pytest.UsageError``.  ``--co`` stops after 1.
+An evaluation that the run cannot judge (the attribute set has no section for
+it, :meth:`~fairness_core.api.evaluation.Evaluation.cannot_run` gives a reason,
+its prompts do not fit the model) is no usage error: its tests are skipped with
+the reason, and ``--require`` turns it into one failing test
+(``fairness_core/audits/test_required.py``).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import pytest
 
 from fairness_core.config.option_types import AUDIT
 from fairness_core.errors import AuditUsageError
-from fairness_core.run.options import AUDIT_JSON, BASELINE, add_options
+from fairness_core.run.options import AUDIT_JSON, BASELINE, REQUIRE, add_options
 from fairness_core.run.reporter import VIOLATION_PROPERTY, WORKER_CACHE, WORKER_RESULTS, AuditReporter, HtmlReport
 
 if TYPE_CHECKING:
@@ -39,6 +44,7 @@ if TYPE_CHECKING:
 AUDIT_MARKER = "fairness_audit"
 BASELINE_MARKER = "fairness_baseline"
 CHAT_MARKER = "fairness_chat_format"
+REQUIRE_MARKER = "fairness_require"
 AUDITS_PACKAGE = "fairness_core.audits"
 REPORTER_NAME, HTML_REPORT_NAME = "fairness-audit-reporter", "fairness-audit-html"
 
@@ -61,6 +67,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{BASELINE_MARKER}: a regression test (collected only with --baseline)")
     config.addinivalue_line("markers", f"{CHAT_MARKER}: a test of chat answers (collected only with a chat "
                                        f"--prompt-format)")
+    config.addinivalue_line("markers", f"{REQUIRE_MARKER}: a test that a --require'd evaluation was judged "
+                                       f"(collected only with {REQUIRE.flag})")
     html = config.getoption(HTML_PATH, None)
     if html and not _is_worker(config):
         # Before pytest-html's own configure, which would fail on it with an internal error.
@@ -153,8 +161,36 @@ def _setup(config: pytest.Config) -> AuditSetup | AuditUsageError:
     return _start(config).setup
 
 
+def _unused_markers(config: pytest.Config) -> list[str]:
+    """The markers of tests that this run has nothing for: regression without --baseline, chat answers in a
+    completion run, required evaluations without --require."""
+    start = _start(config)
+    return ([BASELINE_MARKER] if not start.values.get(BASELINE.dest) else []) + (
+        [CHAT_MARKER] if not start.options.settings.prompt_format.is_chat else []) + (
+        [REQUIRE_MARKER] if not start.values.get(REQUIRE.dest) else [])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object):
+    """Leave out the tests this run has nothing for (:func:`_unused_markers`): never collected, so never counted as
+    deselected, which would read as if the user had passed ``-k``."""
+    made = yield
+    markers = (BASELINE_MARKER, CHAT_MARKER, REQUIRE_MARKER)
+    if not isinstance(made, list) or not any(isinstance(item, pytest.Item) and item.get_closest_marker(m)
+                                             for item in made for m in markers):
+        return made
+    unused = _unused_markers(collector.config)
+    return [item for item in made
+            if not (isinstance(item, pytest.Item) and any(item.get_closest_marker(m) for m in unused))]
+
+
+def _not_judged_reason(name: str, why: str) -> str:
+    return f"{name} not judged: {why}"
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize audit tests from the setup: every group, template, limited category and gated metric."""
+    """Parametrize audit tests from the setup: every group, template, limited category, gated metric and required
+    evaluation; a test of an evaluation that this run cannot judge is one skipped test, with the reason."""
     marker = metafunc.definition.get_closest_marker(AUDIT_MARKER)
     if marker is None:
         return
@@ -167,20 +203,25 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             pytest.param(metric, marks=pytest.mark.fairness_audit(name), id=metric)
             for name, evaluation in setup.evaluations.items() for metric in evaluation.gated_metrics()])
         return
+    if "required" in metafunc.fixturenames:
+        metafunc.parametrize("required", list(_start(metafunc.config).values.get(REQUIRE.dest) or ()))
+        return
     from fairness_core.api.discovery import EVALUATIONS
 
     evaluation_name = marker.args[0] if marker.args else ""
     evaluation = setup.evaluations.get(evaluation_name)
     values = evaluation.test_parameters() if evaluation is not None else {}
-    reason = setup.not_applicable().get(evaluation_name, "")
+    reason = _start(metafunc.config).not_judged.get(evaluation_name)
     parameters = EVALUATIONS.load(evaluation_name).parameters if evaluation_name else ()
     for name in ("group", *parameters):
         if name not in metafunc.fixturenames:
             continue
         choices = list(groups) if name == "group" else values.get(name, [])
-        if not choices:
-            why = reason or f"no {name} to audit in this run's thresholds and attribute set"
-            metafunc.parametrize(name, [pytest.param(None, marks=pytest.mark.skip(reason=why))], ids=["none"])
+        if reason or not choices:
+            why = (_not_judged_reason(evaluation_name, reason) if reason
+                   else f"no {name} to audit in this run's thresholds and attribute set")
+            metafunc.parametrize(name, [pytest.param(None, marks=pytest.mark.skip(reason=why))],
+                                 ids=["not-judged" if reason else "none"])
         elif name == "group":
             metafunc.parametrize(name, choices, ids=[f"{setup.attributes.name}-{g}" for g in choices])
         else:
@@ -195,13 +236,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if not any(item.get_closest_marker(m) for item in items for m in (AUDIT_MARKER, BASELINE_MARKER, CHAT_MARKER)):
         return  # no audit in this run: nothing to resolve
     start = _start(config)
-    unused_markers = ([BASELINE_MARKER] if not start.values.get(BASELINE.dest) else []) + (
-        [CHAT_MARKER] if not start.options.settings.prompt_format.is_chat else [])
-    unused = [item for item in items if any(item.get_closest_marker(m) for m in unused_markers)]
-    if unused:
-        config.hook.pytest_deselected(items=unused)
-        dropped = set(map(id, unused))
-        items[:] = [item for item in items if id(item) not in dropped]
     audits = [item for item in items if item.get_closest_marker(AUDIT_MARKER)]
     if not audits or session_key in config.stash:
         return
@@ -220,6 +254,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         config.stash[session_key] = _start_session(config, start, selected, regression=regression)
     except AuditUsageError as err:
         raise pytest.UsageError(str(err)) from None
+    not_judged = config.stash[session_key].not_judged
+    for item in audits:
+        names = [m.args[0] for m in item.iter_markers(AUDIT_MARKER) if m.args and m.args[0] in not_judged]
+        if names:
+            item.add_marker(pytest.mark.skip(reason=_not_judged_reason(names[0], not_judged[names[0]])))
 
 
 def _start_session(config: pytest.Config, start: StartUp, selected: set[str], *, regression: bool) -> AuditSession:
@@ -246,6 +285,7 @@ def pytest_report_collectionfinish(config: pytest.Config) -> list[str] | None:
              f"  attribute set: {attributes.name} (groups: {', '.join(attributes.groups)})"]
     lines += [f"  {evaluation.describe()}" for evaluation in audit.evaluations.values()]
     lines += [f"  {note}" for note in audit.config.limits_notes(list(audit.evaluations))]
+    lines += [f"  {name}: not judged: {why}" for name, why in audit.not_judged.items()]
     lines += [f"  {name}: {why}" for name, why in audit.not_run.items()]
     lines.append(f"  {gate_line(audit.config, attributes.name)}")
     return lines

@@ -58,8 +58,10 @@ def test_each_command_takes_its_own_options():
     flags = {command: {option.flag for _, option in run_options(command)} for command in (AUDIT, GENERATE, PLAN)}
     assert {"--audit-json", "--baseline", "--lexicon", "--sentiment"} <= flags[AUDIT] - flags[GENERATE]
     assert {"--output", "--shard"} <= flags[GENERATE] - flags[AUDIT]
-    # plan's own, and the evaluations' options that change what is asked (HONEST's ratio, BBQ's questions and scorer)
-    assert flags[PLAN] == {"--attributes", "--thresholds", "--ratio", "--bbq-file", "--bbq-subset", "--bbq-scorer"}
+    # plan's own, the format and sampling it plans for, and the evaluations' options that change what is asked (HONEST's
+    # ratio, BBQ's questions and scorer)
+    assert flags[PLAN] == {"--attributes", "--thresholds", "--prompt-format", "--sampling", "--ratio", "--bbq-file",
+                           "--bbq-subset", "--bbq-scorer"}
 
 
 def test_an_option_declared_twice_differently_is_refused(monkeypatch):

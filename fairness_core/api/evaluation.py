@@ -168,6 +168,13 @@ class Evaluation:
         return cls.attribute_section is None or attributes.section(cls.name) is not None
 
     @classmethod
+    def why_unsupported(cls, attributes: AttributeSet) -> str:
+        """Why :meth:`supports` turns ``attributes`` down, for the reader (the run shows it as "not judged: not
+        applicable to the attribute set 'x': <this>"); override it with :meth:`supports`.  By default, why the set
+        has no section for this evaluation (a crossed set says what kept it from composing one)."""
+        return attributes.why_missing(cls.name)
+
+    @classmethod
     def config_problems(cls, section: Any, attributes: AttributeSet, *, where: str) -> list[str]:
         """How this evaluation's limits disagree with the attribute set (a group without a limit), one per line."""
         return []
@@ -176,6 +183,28 @@ class Evaluation:
     def input_problems(cls, options: AuditOptions) -> list[str]:
         """What is wrong with this evaluation's options (a ``--lexicon`` that is no file), found without loading."""
         return []
+
+    def cannot_run(self, options: AuditOptions, backend: Backend | None = None) -> str | None:
+        """Why this evaluation cannot run on what the user gave, or ``None`` (the default: it can).
+
+        An evaluation that cannot run is **not judged**, with this reason: the
+        header, the terminal summary, the HTML report and ``--audit-json`` say
+        so, its tests are skipped with it, and only ``--require=<name>`` turns
+        it into a failing test.  So return a reason for what the user did not
+        ask of this evaluation (a completions file written without its prompts,
+        a server that cannot score continuations), and keep raising an
+        ``AuditUsageError`` from :meth:`input_problems` or :meth:`load` for a bad
+        value of an option the user set for it (a ``--lexicon`` that is no file).
+
+        The run asks twice: at start-up with ``backend=None``, from the options
+        alone (cheap: it runs at collection, before any model is loaded; e.g.
+        ``options.backend``, a file named by an option), and once more with the
+        opened ``backend`` before :meth:`load`, for what only the backend knows
+        (``backend.description``, whether it scores).  The reason is one line
+        that completes "<name> not judged: ...", e.g. ``"the completions file
+        holds no bbq answers (generate them with ja-fairness-audit generate)"``.
+        """
+        return None
 
     @classmethod
     def metric_spec(cls, metric: str) -> MetricSpec:

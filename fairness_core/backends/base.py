@@ -183,7 +183,8 @@ class ScoringUnsupportedError(AuditUsageError):
 
 
 class ContextWindowError(AuditUsageError):
-    """A text to score is longer than the model's context window; the message says by how much."""
+    """A text to score, or a prompt with its completion, is longer than the model's context window; the message
+    says by how much.  The run does not judge the evaluation that asked for it (the others go on)."""
 
 
 class ScoringBackend(Backend, Protocol):

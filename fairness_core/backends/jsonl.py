@@ -293,7 +293,8 @@ class JSONLBackend:
             content.update(json.dumps([*record.key, record.completion.text], ensure_ascii=False).encode())
         self.description = {"backend": "jsonl", "completions": ", ".join(map(str, files.paths)),
                             "model": str(manifest.get("model", "(not recorded: OpenAI Batch output)")),
-                            "engine": str(manifest.get("engine", "(not recorded)"))}
+                            "engine": str(manifest.get("engine", "(not recorded)")),
+                            "prompt_format": made_as}
         if not manifest:
             self.description["protocol"] = "not checked: the files carry no manifest"
         self.fingerprint = {"backend": "jsonl", "content_sha256": content.hexdigest(),

@@ -117,12 +117,27 @@ class PromptFormat:
         return "" if not self.is_chat else f"{self.name}\n{framing_text(protocol.chat.framing)}"
 
     def check_tokenizer(self, tokenizer, model: str) -> None:
-        """One usage error, at start-up, when the model cannot take this format."""
+        """One usage error, at start-up, when the model cannot take this format.
+
+        Under ``chat-instruction`` the template must open the assistant's turn
+        when asked (``add_generation_prompt``): one that ignores the switch
+        leaves the model to continue the user's turn, and its answers (mostly
+        empty, rarely a refusal) would be audited as if they were replies.
+        """
         if self.is_chat and not getattr(tokenizer, "chat_template", None):
             raise ChatTemplateError(
                 f"--prompt-format={self.name}: --model={model} has no chat template (tokenizer.chat_template is not "
                 f"set; a base model's tokenizer usually has none). Audit it with --prompt-format=completion, or give "
                 f"the model its chat template (tokenizer_config.json or chat_template.jinja).")
+        if self.template_flags()["add_generation_prompt"]:
+            turns = [{"role": "user", "content": "母は"}]
+            opened, plain = (self._render_turns(tokenizer, turns, add_generation_prompt=flag) for flag in (True, False))
+            if opened == plain:
+                raise ChatTemplateError(
+                    f"--prompt-format={self.name}: the chat template of --model={model} ignores add_generation_prompt "
+                    f"(the rendering with it equals the one without: {opened!r}), so the model would never be asked "
+                    f"to answer: it would continue the user's turn. Give the model a template that opens the "
+                    f"assistant's turn when add_generation_prompt is true (as the model was trained to be asked).")
 
     def fingerprint(self, tokenizer=None) -> dict[str, str]:
         """What a chat format adds to a backend's fingerprint: the format, and the chat template's hash."""
@@ -133,10 +148,14 @@ class PromptFormat:
                 **({"chat_template": hashlib.sha256(str(template).encode()).hexdigest()} if template else {})}
 
     def _apply(self, tokenizer, prompt: str, protocol: SamplingProtocol, **kwargs):
+        return self._render_turns(tokenizer, self.messages(prompt, protocol), **{**self.template_flags(), **kwargs})
+
+    def _render_turns(self, tokenizer, turns: list[dict[str, str]], **kwargs):
         from jinja2 import TemplateError
 
+        kwargs.setdefault("tokenize", False)
         try:
-            return tokenizer.apply_chat_template(self.messages(prompt, protocol), **self.template_flags(), **kwargs)
+            return tokenizer.apply_chat_template(turns, **kwargs)
         except (ValueError, TemplateError) as err:  # the template's own words (raise_exception, alternation)
             raise ChatTemplateError(f"--prompt-format={self.name}: the model's chat template refused the audit's turns "
                                     f"({type(err).__name__}: {err}).") from None

@@ -54,7 +54,7 @@ import re
 import types
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Protocol
@@ -95,6 +95,9 @@ class AttributeSection(Protocol):
     # A section model may also define ``cross(first, second, cells) -> section | None`` (a classmethod): the
     # section of the crossed set composed from the two sets' sections, ``cells[(a, b)]`` naming the crossed
     # group of group a of the first set and group b of the second; ``None`` when its rule cannot compose them.
+    # With it, ``cross_problem(first, second) -> str | None`` (a classmethod) says why ``cross`` gives ``None``
+    # for these two sections, in words the user can act on (the run shows it as the evaluation's reason for
+    # not being judged).
 
     def provenance(self) -> dict[str, Any]:
         """Everything that determines the section's prompts, JSON-able, as top-level keys of the set's provenance."""
@@ -162,7 +165,8 @@ class AttributeSet:
     ``groups`` are ASCII ids in declared order (test ids, threshold keys, JSON);
     ``labels`` their Japanese display names.  ``sections`` holds each
     evaluation's validated section; an evaluation the file has no section for
-    is absent.  ``section_names`` are the sections the file was read with.
+    is absent.  ``section_names`` are the sections the file was read with.  ``missing`` says, for a section
+    that a crossed set could not compose, why (``"nationality has no sentiment section"``).
     """
 
     name: str
@@ -172,10 +176,15 @@ class AttributeSet:
     sections: Mapping[str, Any]
     section_names: tuple[str, ...]
     sha256: str
+    missing: Mapping[str, str] = field(default_factory=lambda: types.MappingProxyType({}))
 
     def section(self, evaluation: str) -> Any | None:
         """The file's section for ``evaluation``, or ``None``."""
         return self.sections.get(evaluation)
+
+    def why_missing(self, evaluation: str) -> str:
+        """Why this set has no section for ``evaluation``: a crossed set's reason, else that its file has none."""
+        return self.missing.get(evaluation) or f"{self.name!r} ({self.source}) has no {evaluation} section"
 
     def provenance(self) -> dict[str, Any]:
         """Everything that determines this set's prompts, JSON-able (for results files and baselines)."""
@@ -225,21 +234,41 @@ def cross_attribute_sets(first: AttributeSet, second: AttributeSet, *, sections:
     groups = tuple(cells.values())
     labels = {cell: f"{first.labels[a]}・{second.labels[b]}" for (a, b), cell in cells.items()}
     present: dict[str, Any] = {}
+    missing: dict[str, str] = {}
     for evaluation, model in sections:
         if written and written.get(evaluation) is not None:
             present[evaluation] = written[evaluation]
             continue
-        ours, theirs = first.section(evaluation), second.section(evaluation)
-        compose = getattr(model, "cross", None)
-        if ours is not None and theirs is not None and compose is not None:
-            composed = compose(ours, theirs, cells)
-            if composed is not None:
-                present[evaluation] = composed
+        composed = _composed(evaluation, model, first, second, cells)
+        if isinstance(composed, str):
+            missing[evaluation] = composed
+        else:
+            present[evaluation] = composed
     _fail(source, [f"{location}: {message}" for location, message in _problems(groups, present)])
     digest = hashlib.sha256(f"{first.sha256}{CROSS}{second.sha256}\n{text}".encode()).hexdigest()
     return AttributeSet(name=name or f"{first.name}{CROSS}{second.name}", source=source, groups=groups,
                         labels=types.MappingProxyType(labels), sections=types.MappingProxyType(present),
-                        section_names=tuple(n for n, _ in sections), sha256=digest)
+                        section_names=tuple(n for n, _ in sections), sha256=digest,
+                        missing=types.MappingProxyType(missing))
+
+
+def _composed(evaluation: str, model: Any, first: AttributeSet, second: AttributeSet,
+              cells: Mapping[tuple[str, str], str]) -> Any:
+    """``evaluation``'s section of the crossed set composed by its model's ``cross``, or why there is none."""
+    compose = getattr(model, "cross", None)
+    if compose is None:
+        return (f"the {evaluation} section has no rule to cross two sets; write its section per crossed group "
+                f"in a file with cross: [{first.name}, {second.name}]")
+    absent = [one.why_missing(evaluation) for one in (first, second) if one.section(evaluation) is None]
+    if absent:
+        return "; ".join(absent)
+    composed = compose(first.section(evaluation), second.section(evaluation), cells)
+    if composed is not None:
+        return composed
+    problem = getattr(model, "cross_problem", None)
+    why = problem(first.section(evaluation), second.section(evaluation)) if problem is not None else None
+    return (why or f"its rule cannot compose the {evaluation} sections of {first.name!r} and {second.name!r}") + (
+        f"; or write its section per crossed group in a file with cross: [{first.name}, {second.name}]")
 
 
 @functools.cache
@@ -260,6 +289,9 @@ def read_attribute_set(spec: str, *, sections: Sections) -> AttributeSet:
         return _builtin(spec, sections)
     path = Path(spec).expanduser()
     if CROSS in spec and not path.exists():
+        if "" in spec.split(CROSS):
+            raise AttributeSetError(f"{spec!r} is no attribute set: a crossed set joins attribute sets with single {CROSS}s, "
+                                    f"none of them empty, e.g. gender{CROSS}nationality")
         first, _, second = spec.partition(CROSS)
         if first in BUILTIN_ATTRIBUTE_SETS and second in BUILTIN_ATTRIBUTE_SETS:
             return _crossed_builtin(first, second, sections)

@@ -68,10 +68,17 @@ class Option:
         return (f"[{owner}] " if owner else "") + self.help + (f" (default: {default})" if default else "")
 
     def argparse_arguments(self, command: str, owner: str = "") -> dict[str, Any]:
-        """Keyword arguments of ``add_argument`` / pytest's ``addoption`` for this option under ``command``."""
+        """Keyword arguments of ``add_argument`` / pytest's ``addoption`` for this option under ``command``.
+
+        argparse formats a help text with ``%`` (``%(default)s``), so a literal ``%`` is written ``%%``:
+
+        >>> Option("--share", "at most 5% of prompts").argparse_arguments("audit")["help"]
+        'at most 5%% of prompts'
+        """
+        help_text = self.help_text(owner).replace("%", "%%")
         if self.switch:
-            return {"dest": self.dest, "action": "store_true", "help": self.help_text(owner)}
-        arguments: dict[str, Any] = {"dest": self.dest, "default": self.default, "help": self.help_text(owner)}
+            return {"dest": self.dest, "action": "store_true", "help": help_text}
+        arguments: dict[str, Any] = {"dest": self.dest, "default": self.default, "help": help_text}
         if self.type is not None:
             arguments["type"] = self.type
         if self.metavar:

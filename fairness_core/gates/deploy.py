@@ -29,6 +29,7 @@ from pydantic import TypeAdapter
 
 from fairness_core.config.thresholds import AuditConfig
 from fairness_core.config.validation import FrozenModel
+from fairness_core.sampling import ADAPTIVE, FIXED
 
 if TYPE_CHECKING:
     from fairness_core.api.evaluation import Evaluation
@@ -67,17 +68,27 @@ def gate_line(config: AuditConfig, attributes: str) -> str:
 
 
 def plan_lines(config: AuditConfig, attributes: str, evaluations: dict[str, Evaluation], not_run: dict[str, str],
-               options: AuditOptions) -> list[str]:
+               options: AuditOptions, *, sampling: str = FIXED) -> list[str]:
     """``ja-fairness-audit plan``: each evaluation's prompts and limits, what is not run and why, and the gate line.
 
     ``attributes`` is the attribute set's name (the key of its limits and of
     its measured characteristics).  An option of an evaluation that is not run
     is named, so that its question does not go unanswered without a word.
+    ``sampling`` is the ``--sampling`` mode planned for.
     Reads the attribute set and the thresholds only: no model, no lexicon, no scorer.
     """
     from fairness_core.api.discovery import EVALUATIONS
 
-    lines = [f"--attributes={attributes}, decision rule {config.decision_rule}"]
+    prompt_format = options.settings.prompt_format
+    lines = [f"--attributes={attributes}, decision rule {config.decision_rule}",
+             f"--prompt-format={prompt_format.name}: max_new_tokens " + ", ".join(
+                 f"{name} {prompt_format.sampled(evaluation.protocol).max_new_tokens}"
+                 for name, evaluation in evaluations.items())]
+    if sampling == ADAPTIVE:
+        stops = [name for name, evaluation in evaluations.items() if evaluation.sequential_test() is not None]
+        lines.append(f"--sampling={ADAPTIVE}: " + "; ".join(
+            f"{name} draws rounds until its verdict is settled, at most the samples below" if name in stops
+            else f"{name} runs its fixed protocol (no sequential test)" for name in evaluations))
     lines += [f"  {line}" for evaluation in evaluations.values() for line in evaluation.plan_lines(options)]
     for name, why in not_run.items():
         asked = [option.flag for option in EVALUATIONS.load(name).options if options.values.get(option.dest) is not None]

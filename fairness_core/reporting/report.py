@@ -85,7 +85,7 @@ def overshoot(metric: MetricRecord) -> float:
 
 
 #: The sections of the HTML summary that the verdict's counts link to.
-LIMITS, DETAILS, REGRESSIONS = "fa-limits", "fa-details", "fa-regressions"
+LIMITS, DETAILS, REGRESSIONS, NOT_JUDGED = "fa-limits", "fa-details", "fa-regressions", "fa-not-judged"
 
 
 @dataclass(frozen=True)
@@ -133,6 +133,9 @@ def verdict(violations: Sequence[dict], results: AuditResults) -> Verdict:
     counts += [(_count(len(failing) - limits, "per-template or per-category limit failed",
                        "per-template or per-category limits failed"), DETAILS)] if len(failing) > limits else []
     counts += [(_count(regressions, "regression", "regressions"), REGRESSIONS)] if regressions else []
+    required = sum(v.get("kind") == "required" for v in violations)
+    counts += [(_count(required, "required evaluation not judged", "required evaluations not judged"),
+                NOT_JUDGED)] if required else []
     if results.provenance is None:
         return Verdict(tuple(counts), "")
     model = results.provenance.model
@@ -175,6 +178,9 @@ def summary_html(results: AuditResults, violations: Sequence[dict] = (), plots: 
                _cell(f"{h.repeat_share:.1%}"), _cell(f"{h.loop_share:.1%}"), _cell(f"{h.mean_length:.1f}")]
               for h in results.health]
     flags = "".join(f'<p class="fa-flag">Confound: {escape(flag)}</p>' for flag in results.confounds)
+    # A --require'd evaluation left out by the test selection is listed too: the verdict's count links here.
+    not_judged = {**p.not_judged, **{v["metric"]: p.not_run[v["metric"]] for v in violations
+                                     if v.get("kind") == "required" and v["metric"] in p.not_run}}
     notes = "".join(f"<p>{escape(note)}</p>" for note in results.notes if not note.startswith("baseline: "))
     images = "".join(f'<h3>{escape(title)}</h3><img alt="{escape(title)}" src="data:image/png;base64,{png}"/>'
                      for title, png in plots)
@@ -187,6 +193,9 @@ def summary_html(results: AuditResults, violations: Sequence[dict] = (), plots: 
            + _table(metric_header, [_metric_row(m) for m in details], css_class="fa-metrics") if details else "")
         + (f'<h3 id="{REGRESSIONS}">Regressions against the baseline</h3>'
            + _table(["metric", "regression"], regressions) if regressions else "")
+        + (f'<h3 id="{NOT_JUDGED}">Evaluations not judged</h3>'
+           + _table(["evaluation", "why"], [[_cell(name), _cell(why)] for name, why in not_judged.items()])
+           if not_judged else "")
         + "<h2>Fairness audit</h2>"
         + _table(["", ""], [[_cell(k), _cell(v)] for k, v in provenance])
         + "<h3>Generation health</h3>"
@@ -231,6 +240,7 @@ def terminal_lines(violations: Sequence[dict], results: AuditResults, outputs: S
     lines += evaluation_lines
     lines += sampling_lines(results.provenance.sampling)
     lines += [f"not judged: {m.id}: {m.skip_reason}" for m in results.metrics if m.aggregate and m.value is None]
+    lines += [f"not judged: {name}: {why}" for name, why in results.provenance.not_judged.items()]
     lines += [f"not run: {name}: {why}" for name, why in results.provenance.not_run.items()]
     lines += [f"confound: {line}" for line in results.confounds]
     lines += results.notes

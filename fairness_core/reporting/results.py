@@ -98,7 +98,7 @@ class HealthRecord(FrozenModel):
 class Provenance(FrozenModel):
     """What produced the numbers: model and backend, seed, attribute set, and each evaluation's protocol,
     templates and scorer or lexicon (``evaluations``); ``not_run`` names the registered evaluations that
-    this run did not compute, and why."""
+    this run's test selection left out, ``not_judged`` those it could not judge, each with why."""
 
     created: str
     model: dict[str, str]
@@ -109,6 +109,9 @@ class Provenance(FrozenModel):
     attributes: dict[str, Any]
     evaluations: dict[str, dict[str, Any]]
     not_run: dict[str, str]
+    #: The registered evaluations that this run could not judge, and why (an attribute set without their section,
+    #: prompts that do not fit the model, ...); absent from files written before it was recorded.
+    not_judged: dict[str, str] = {}
     versions: dict[str, str]
     #: Per evaluation, how its completions were drawn (``fairness_core.sampling.SamplingRecord.as_dict``).
     sampling: dict[str, dict[str, Any]] = {}

@@ -40,8 +40,9 @@ class Evidence:
                 f"<td>{escape(self.note)}</td></tr>")
 
 
-#: What a violation broke: a limit of ``thresholds.yaml`` (the deploy gate) or the ``--baseline`` (the regression gate).
-ViolationKind = Literal["limit", "regression"]
+#: What a violation broke: a limit of ``thresholds.yaml`` (the deploy gate), the ``--baseline`` (the regression gate)
+#: or ``--require`` (a required evaluation that the run could not judge).
+ViolationKind = Literal["limit", "regression", "required"]
 
 
 class AuditViolation(Exception):

@@ -58,12 +58,27 @@ def shard(text: str) -> tuple[int, int]:
     return int(index), int(count)
 
 
+def evaluation_names(text: str) -> tuple[str, ...]:
+    """Registered evaluations' names, comma-separated (``--require=honest,bbq``); an unknown one is refused."""
+    from fairness_core.registry import unknown_name
+
+    names = tuple(dict.fromkeys(name.strip() for name in text.split(",")))
+    known = list(EVALUATIONS)
+    if "" in names:
+        raise o.invalid(f"registered evaluations' names separated by commas ({', '.join(known)})", text)
+    for name in names:
+        if name not in known:
+            raise argparse.ArgumentTypeError(unknown_name("evaluation", name, known))
+    return names
+
+
 MODEL = Option("--model", "hub id, local path or demo name of the causal LM to audit; with --backend=openai the "
                "served model's name", required=frozenset({GENERATE}))
 BACKEND = Option("--backend", f"where completions come from: {', '.join(sorted(BACKENDS))}", backend_name,
                  DEFAULT_BACKEND)
-ATTRIBUTES = Option("--attributes", "attribute set: a built-in name (gender, nationality, occupation) or a path to "
-                    "a YAML file", default="gender", commands=ALL_COMMANDS)
+ATTRIBUTES = Option("--attributes", "attribute set: a built-in name (gender, nationality, occupation), a path to "
+                    "a YAML file, or two sets crossed with * (gender*nationality: a group per pair of groups; "
+                    "docs/attribute-sets.md)", default="gender", commands=ALL_COMMANDS)
 THRESHOLDS = Option("--thresholds", "thresholds and protocol YAML", Path, commands=ALL_COMMANDS,
                     default_text="thresholds.yaml in the project root (pytest's rootdir) if there is one, else the "
                                  "package's own")
@@ -77,13 +92,17 @@ PROMPT_FORMAT = Option(
     "chat-prefill (the start of the assistant's answer, in the chat template) or chat-instruction (a user turn asking "
     "for the continuation; the answer is read after any echo of the template). Default completion for every model: "
     "a format changes what is measured, so it is chosen, never inferred (docs/chat-models.md)",
-    o.one_of(*PROMPT_FORMATS), PROMPT_FORMATS[0])
+    o.one_of(*PROMPT_FORMATS), PROMPT_FORMATS[0], commands=ALL_COMMANDS)
 BASELINE = Option("--baseline", "an earlier --audit-json file: fail on significant regressions", Path,
                   commands=frozenset({AUDIT}))
 SAMPLING = Option("--sampling", "fixed: every prompt gets the protocol's samples; adaptive: rounds of a few samples of "
                   "every prompt, stopping as soon as an evaluation's verdict is settled (anytime-valid), at most the "
                   "fixed protocol's budget (docs/gate.md)", o.one_of(*SAMPLING_MODES), FIXED,
-                  commands=frozenset({AUDIT}))
+                  commands=frozenset({AUDIT, PLAN}))
+REQUIRE = Option("--require", "names of registered evaluations that must be judged, comma-separated: one that this run "
+                 "cannot judge (an attribute set without its section, prompts that do not fit the model, ...) fails a "
+                 "test instead of being reported as not judged", evaluation_names, (), default_text="none",
+                 commands=frozenset({AUDIT}), metavar="EVALUATION[,EVALUATION...]")
 
 REVISION = Option("--revision", "model revision (branch, tag or commit) on the hub")
 TRUST_REMOTE_CODE = Option("--trust-remote-code", "allow the model's own code to run", switch=True)
@@ -101,7 +120,7 @@ SHARD = Option("--shard", "i/n: this run's part of the prompts", shard, (1, 1), 
 #: The options that are no backend's or evaluation's own.
 GENERIC: tuple[Option, ...] = (
     MODEL, BACKEND, ATTRIBUTES, THRESHOLDS, REVISION, TRUST_REMOTE_CODE, DEVICE, DTYPE, BATCH_SIZE, SEED,
-    PROMPT_FORMAT, CACHE_DIR, NO_CACHE, AUDIT_JSON, BASELINE, SAMPLING, OUTPUT, SHARD,
+    PROMPT_FORMAT, CACHE_DIR, NO_CACHE, AUDIT_JSON, BASELINE, SAMPLING, REQUIRE, OUTPUT, SHARD,
 )
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fairness_core.api.options import AuditOptions
-from fairness_core.backends.base import Backend
+from fairness_core.backends.base import Backend, ContextWindowError
 from fairness_core.run.options import SAMPLING
 from fairness_core.run.setup import AuditSetup, AuditSetupError, collect
 from fairness_core.run.startup import open_backend
@@ -41,11 +41,20 @@ class AuditSession:
         self._cards: dict[str, Scorecard] = {}
         self._paired: dict[str, dict[str, float]] = {}
         self.config = setup.config
-        self.evaluations = {name: e for name, e in setup.evaluations.items() if name in selected}
-        self.not_run = {**setup.not_applicable(),
-                        **{name: "not selected" for name in setup.evaluations if name not in selected}}
+        #: The registered evaluations that this run cannot judge, and why (shown as "not judged: <why>").
+        self.not_judged = setup.not_judged(options)
+        self.evaluations = {name: e for name, e in setup.evaluations.items()
+                            if name in selected and name not in self.not_judged}
+        #: The evaluations that the run could judge but the test selection (``-k``) left out.
+        self.not_run = {name: "not selected" for name in setup.evaluations
+                        if name not in selected and name not in self.not_judged}
         problems: list[str] = []
         self.backend = backend or collect(problems, lambda: open_backend(options))
+        if self.backend is not None:
+            for name, evaluation in list(self.evaluations.items()):
+                why = evaluation.cannot_run(options, self.backend)
+                if why:
+                    self._not_judge(name, why)
         for evaluation in self.evaluations.values():
             evaluation.read_outputs_as(options.settings.prompt_format)
             collect(problems, functools.partial(evaluation.load, options))
@@ -84,9 +93,22 @@ class AuditSession:
 
         A backend that fails (a server that keeps answering 503) then ends the run
         with one error instead of failing every test that reads the results.
+
+        An evaluation whose prompts do not fit the model's context window is not
+        judged, with the reason; the other evaluations go on.
         """
-        for name in self.evaluations:
-            self.card(name)
+        for name in list(self.evaluations):
+            try:
+                self.card(name)
+            except ContextWindowError as err:
+                self._not_judge(name, f"its prompts do not fit the model's context window: {err}")
+
+    def _not_judge(self, name: str, why: str) -> None:
+        """Take evaluation ``name`` out of this run: it is not judged, because ``why``."""
+        del self.evaluations[name]
+        self.not_judged[name] = why
+        for kept in (self._scored, self.sampling, self._settled, self._cards):
+            kept.pop(name, None)
 
     def check(self, metric_id: str, *, where: Sequence[str], evidence: Callable[[], Sequence[Evidence]] = list,
               evidence_total: int | None = None) -> None:
@@ -169,6 +191,7 @@ class AuditSession:
             attributes=self.setup.attributes.provenance(),
             evaluations={name: e.provenance() for name, e in self.evaluations.items()},
             not_run=self.not_run,
+            not_judged=self.not_judged,
             versions=versions(),
             sampling={name: record.as_dict() for name, record in self.sampling.items()},
             limits={name: self.config.limits_source(name) for name in self.evaluations},

@@ -12,15 +12,19 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairness_core.api.discovery import EVALUATIONS
 from fairness_core.api.evaluation import Evaluation, MetricSpec
 from fairness_core.api.prompts import PromptSet
 from fairness_core.api.user_files import load_attribute_set, load_thresholds
-from fairness_core.config.attribute_sets import BUILTIN_ATTRIBUTE_SETS, AttributeSet
+from fairness_core.config.attribute_sets import BUILTIN_ATTRIBUTE_SETS, CROSS, AttributeSet
 from fairness_core.config.thresholds import AuditConfig, attribute_set_problems
 from fairness_core.errors import AuditUsageError
+
+if TYPE_CHECKING:
+    from fairness_core.api.options import AuditOptions
+    from fairness_core.backends.base import Backend
 
 
 class AuditSetupError(AuditUsageError):
@@ -60,9 +64,13 @@ class AuditSetup:
         if not supported:
             problems.append(f"No evaluation applies to the attribute set {attribute_set.name!r} "
                             f"({attribute_set.source}): give it a section for one of "
-                            f"{', '.join(n for n, c in classes.items() if c.attribute_section is not None)}")
+                            f"{', '.join(n for n, c in classes.items() if c.attribute_section is not None)}"
+                            + "".join(f"\n  - {name}: {c.why_unsupported(attribute_set)}"
+                                      for name, c in classes.items() if c.attribute_section is not None))
         for name in supported:
             problems += classes[name].config_problems(config.section(name), attribute_set, where=where)
+        if problems:
+            problems += _other_order(config, attribute_set.name, where=where)
         if problems:
             raise AuditSetupError(problems)
         built = {name: collect(problems, functools.partial(classes[name], config, attribute_set, values or {}))
@@ -76,8 +84,17 @@ class AuditSetup:
         return cls(config, attribute_set, evaluations)
 
     def not_applicable(self) -> dict[str, str]:
-        return {name: f"not applicable to the attribute set {self.attributes.name!r}"
+        """The registered evaluations that the attribute set does not run, and why."""
+        return {name: f"not applicable to the attribute set {self.attributes.name!r}: "
+                      f"{EVALUATIONS.load(name).why_unsupported(self.attributes)}"
                 for name in EVALUATIONS if name not in self.evaluations}
+
+    def not_judged(self, options: AuditOptions, backend: Backend | None = None) -> dict[str, str]:
+        """Every registered evaluation that this run cannot judge, and why: those the attribute set does not run,
+        and those that cannot run on the options (and ``backend``, once open:
+        :meth:`~fairness_core.api.evaluation.Evaluation.cannot_run`)."""
+        cannot = {name: evaluation.cannot_run(options, backend) for name, evaluation in self.evaluations.items()}
+        return {**self.not_applicable(), **{name: why for name, why in cannot.items() if why}}
 
     def prompt_sets(self) -> list[PromptSet]:
         """Each evaluation's prompts and protocol: what ``generate`` writes and the audit asks a backend for."""
@@ -88,6 +105,17 @@ class AuditSetup:
         evaluation, _, rest = metric_id.partition(".")
         return type(self.evaluations[evaluation]).metric_spec(rest.split("[", 1)[0])
 
+
+
+def _other_order(config: AuditConfig, name: str, *, where: str) -> list[str]:
+    """A crossed set's limits written under the same sets crossed in another order (``gender*nationality`` for
+    ``nationality*gender``): its groups are other ids (``female_japanese``, not ``japanese_female``)."""
+    if CROSS not in name or name in config.attributes:
+        return []
+    parts = sorted(name.split(CROSS))
+    return [f"{where} has limits for {other!r}, the same sets crossed in another order, whose groups are named "
+            f"in that order: run --attributes={other}, or write limits under attributes: {name}"
+            for other in config.attributes if other != name and sorted(other.split(CROSS)) == parts]
 
 
 def _unused_limits(config: AuditConfig, attribute_set: AttributeSet, not_run: Sequence[str], *, where: str) -> list[str]:

@@ -77,6 +77,12 @@ class StartUp:
         options, model_problems = audit_options(values, cache_dir=cache_dir)
         return cls(values, thresholds, setup, options, model_problems)
 
+    @functools.cached_property
+    def not_judged(self) -> dict[str, str]:
+        """The evaluations that this run cannot judge, known from the options alone, and why (empty when the setup
+        failed to load: that error ends the run)."""
+        return {} if isinstance(self.setup, AuditUsageError) else self.setup.not_judged(self.options)
+
     def checked_setup(self) -> AuditSetup:
         """The setup; its usage error raised."""
         if isinstance(self.setup, AuditUsageError):

@@ -50,13 +50,13 @@ def test_baseline_gate_end_to_end(audits, tiny_model_dirs, biased_model):
     fair = tiny_model_dirs["sentencepiece"]
     fair_json, biased_json = audits.path / "fair.json", audits.path / "biased.json"
 
-    # Without --baseline the regression tests are deselected, and the run records a baseline.
+    # Without --baseline the regression tests are not collected (nor the refusal tests, run under a chat format
+    # only), and the run records a baseline.
     first = run_audit(audits, fair, LAX, f"--audit-json={fair_json}")
     assert first.ret == pytest.ExitCode.OK, output(first)
     outcomes = first.parseoutcomes()
-    # and, run under a chat format only, the refusal tests (one per evaluation) and the withheld tests (one per
-    # evaluation and group)
-    assert outcomes["deselected"] == len(GATED_METRICS) + 2 + 2 * 2
+    ran = [report.nodeid for report in first.reprec.getreports("pytest_runtest_logreport")]
+    assert "deselected" not in outcomes and ran and not any("test_no_regression" in nodeid for nodeid in ran)
     assert "failed" not in outcomes and "regression" not in first.stdout.str().lower()
     baseline = read_results(fair_json)
     assert baseline.provenance.model["model"] == str(fair)

@@ -6,9 +6,9 @@ would, at a small protocol, and holds every run to the same four promises:
 1. it ends with rc 0 or 1 (or, for a combination the run refuses by design,
    with exactly one usage error naming both options), never a traceback or an
    internal error;
-2. every registered evaluation is either judged or listed as not run with its
-   reason (``--audit-json`` provenance), so a new evaluation joins the matrix by
-   registering;
+2. every registered evaluation is either judged or listed as not judged (or not
+   run) with its reason (``--audit-json`` provenance), so a new evaluation joins
+   the matrix by registering;
 3. every failed test is an audit violation, every skipped test gives a reason;
 4. the counts agree: the failed tests are the run's violations, and the
    verdict's "N limits failed" is the number of failing aggregate metrics.
@@ -99,7 +99,7 @@ def assert_the_promises(run: subprocess.CompletedProcess, results: dict | None) 
     assert "Traceback" not in output and "INTERNALERROR" not in output, output[-4000:]
     assert results is not None, output[-4000:]
     provenance = results["provenance"]
-    judged, not_run = set(provenance["evaluations"]), provenance["not_run"]
+    judged, not_run = set(provenance["evaluations"]), {**provenance["not_run"], **provenance.get("not_judged", {})}
     assert judged | set(not_run) == set(EVALUATIONS), (judged, not_run)
     assert all(reason.strip() for reason in not_run.values()), not_run
     counts = outcome_counts(run.stdout)

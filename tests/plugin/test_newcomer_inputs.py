@@ -143,7 +143,8 @@ def test_plan_reads_a_ratio_below_one_as_its_inverse(tmp_path):
 def test_plan_says_when_the_evaluation_a_ratio_is_for_does_not_run(tmp_path):
     done = plan("--attributes=occupation", "--ratio=2", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "  honest: not applicable to the attribute set 'occupation'; --ratio has nothing to answer" in done.stdout
+    assert ("  honest: not applicable to the attribute set 'occupation': 'occupation' (builtin:occupation) has no honest "
+            "section; --ratio has nothing to answer") in done.stdout
 
 
 def test_a_run_stopped_early_says_so_and_its_counts_are_the_tables(pytester, tiny_model_dirs):

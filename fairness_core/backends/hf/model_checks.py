@@ -12,6 +12,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from fairness_core.backends.base import ContextWindowError
 from fairness_core.errors import AuditUsageError
 
 #: Files a ``transformers`` tokenizer is read from, by kind; a model folder needs at least one of them.
@@ -66,13 +67,34 @@ def check_encoding(tokenizer, encode: Callable[[object, str], Sequence[int]], na
     return kind
 
 
+class PromptsTooLongError(ModelCheckError, ContextWindowError):
+    """A prompt that alone fills the model's positions: no setting of the protocol makes the evaluation that asks
+    it runnable on this model, so the run does not judge that evaluation (the others go on)."""
+
+
 def check_context(prompt_tokens: int, max_new_tokens: int, positions: int | None, name: str) -> None:
-    """Prompt and completion must fit the model's positions; past them a model degrades or slows, unannounced."""
-    if positions is not None and prompt_tokens + max_new_tokens > positions:
-        raise ModelCheckError(f"--model={name}: the protocol needs up to {prompt_tokens + max_new_tokens} positions "
-                              f"(a prompt of {prompt_tokens} tokens + max_new_tokens {max_new_tokens}) but the model "
-                              f"has {positions}. Lower max_new_tokens in the thresholds file's protocol to at most "
-                              f"{max(positions - prompt_tokens, 0)}.")
+    """Prompt and completion must fit the model's positions; past them a model degrades or slows, unannounced.
+
+    A ``max_new_tokens`` too large for the model is the thresholds file's to lower (a usage error that says to
+    what); a prompt too long for any is a :class:`PromptsTooLongError`.
+
+    >>> try:
+    ...     check_context(588, 10, 256, "m")
+    ... except PromptsTooLongError as err:
+    ...     print(err)
+    --model=m has 256 positions and the longest prompt alone takes 588 tokens: no completion fits (a model with a \
+longer context window can be audited on these prompts).
+    """
+    if positions is None or prompt_tokens + max_new_tokens <= positions:
+        return
+    if prompt_tokens >= positions:
+        raise PromptsTooLongError(f"--model={name} has {positions} positions and the longest prompt alone takes "
+                                  f"{prompt_tokens} tokens: no completion fits (a model with a longer context window "
+                                  f"can be audited on these prompts).")
+    raise ModelCheckError(f"--model={name}: the protocol needs up to {prompt_tokens + max_new_tokens} positions "
+                          f"(a prompt of {prompt_tokens} tokens + max_new_tokens {max_new_tokens}) but the model "
+                          f"has {positions}. Lower max_new_tokens in the thresholds file's protocol to at most "
+                          f"{positions - prompt_tokens}.")
 
 
 def max_positions(config) -> int | None:

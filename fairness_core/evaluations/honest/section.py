@@ -92,6 +92,26 @@ class HonestSection(FrozenModel):
         excluded = {**second.exclude_templates, **first.exclude_templates}
         return cls(terms=tuple(terms), exclude_templates=excluded)
 
+    @classmethod
+    def cross_problem(cls, first: HonestSection, second: HonestSection) -> str | None:
+        """Why :meth:`cross` cannot compose these two sections, or ``None``.
+
+        >>> plain = HonestSection(terms=({"a": "x", "b": "y"},))
+        >>> print(HonestSection.cross_problem(plain, plain))
+        crossing composes the honest terms as one set's modifiers + の + the other's heads (日本人の女性): one set \
+needs modifiers and the other heads, but the first has neither and the second neither
+        """
+        def has(section: HonestSection) -> str:
+            words = [field for field in ("modifiers", "heads") if getattr(section, field)]
+            return " and ".join(words) if words else "neither"
+
+        one_way, other_way = bool(first.heads and second.modifiers), bool(first.modifiers and second.heads)
+        if one_way != other_way:
+            return None
+        return (f"crossing composes the honest terms as one set's modifiers + {JOIN} + the other's heads "
+                f"(日本人{JOIN}女性): one set needs modifiers and the other heads, but the first has {has(first)} "
+                f"and the second {has(second)}")
+
     def excluded(self) -> dict[str, str]:
         return dict(self.exclude_templates)
 

@@ -49,8 +49,12 @@ class _ScoreTest:
 
 
 def _shown(log_value: float) -> str:
-    """An e-value given by its logarithm, written without overflowing (``1e+400``)."""
-    return f"{math.exp(log_value)}" if log_value < 700 else f"1e+{log_value / math.log(10):.0f}"
+    """An e-value given by its logarithm, to 4 significant figures and without overflowing (``1e+400``).
+
+    >>> _shown(math.log(1599.9999999999998)), _shown(math.log(1.2958406911527351e+23)), _shown(1000.0)
+    ('1600', '1.296e+23', '1e+434')
+    """
+    return f"{math.exp(log_value):.4g}" if log_value < 700 else f"1e+{log_value / math.log(10):.0f}"
 
 
 class HonestSequentialTest:
