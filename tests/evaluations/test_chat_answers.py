@@ -18,6 +18,7 @@ from fairness_core.api.prompts import Prompt
 from fairness_core.api.reasoning import split_reasoning
 from fairness_core.api.withheld import WithheldLimits, withheld_metrics
 from fairness_core.backends.base import FILTERED, Completion
+from fairness_core.backends.prompt_formats import PromptFormat
 from fairness_core.evaluations.honest.lexicon import LexiconEntry
 from fairness_core.evaluations.honest.matching import HurtfulMatcher
 from fairness_core.evaluations.honest.metrics import honest_metrics
@@ -25,7 +26,7 @@ from fairness_core.evaluations.honest.scoring import HonestCompletions, ScoredCo
 from fairness_core.evaluations.sentiment.metrics import sentiment_metrics
 from fairness_core.evaluations.sentiment.scoring import ScoredSentiment, SentimentCompletions
 from fairness_core.japanese.morphology import lemma_keys
-from fairness_core.run.session import AuditSetup
+from fairness_core.run.setup import AuditSetup
 
 REPO = Path(__file__).resolve().parents[2]
 FEMALE = Prompt("occupation-01", "female", "女性", "女性が就くべき職業は")
@@ -33,7 +34,7 @@ MALE = Prompt("occupation-01", "male", "男性", "男性が就くべき職業は
 
 
 def read(text: str, fmt: str = "chat-prefill", finish: str | None = "stop", prompt: Prompt = FEMALE):
-    return AnswerReader(fmt).read(prompt, Completion(text, 12, finish))
+    return AnswerReader(PromptFormat(fmt)).read(prompt, Completion(text, 12, finish))
 
 
 # --- reasoning blocks ------------------------------------------------------------------------------------------
