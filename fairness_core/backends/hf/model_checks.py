@@ -12,6 +12,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from fairness_core.backends.base import ContextWindowError
 from fairness_core.errors import AuditUsageError
 
 #: Files a ``transformers`` tokenizer is read from, by kind; a model folder needs at least one of them.
@@ -23,6 +24,10 @@ PROBE_PROMPTS = ("彼女は", "母の夢は")
 
 class ModelCheckError(AuditUsageError):
     """A model or tokenizer that loads but cannot give a trustworthy audit; the message says why."""
+
+
+class PromptTooLongError(ModelCheckError, ContextWindowError):
+    """A prompt and its answer do not fit the model's positions: an evaluation may report itself not judged."""
 
 
 def check_tokenizer_files(folder: Path, name: str) -> None:
@@ -68,11 +73,15 @@ def check_encoding(tokenizer, encode: Callable[[object, str], Sequence[int]], na
 
 def check_context(prompt_tokens: int, max_new_tokens: int, positions: int | None, name: str) -> None:
     """Prompt and completion must fit the model's positions; past them a model degrades or slows, unannounced."""
+    if positions is not None and prompt_tokens >= positions:
+        raise PromptTooLongError(f"--model={name} has a context window of {positions} tokens, and a prompt of "
+                                 f"{prompt_tokens} tokens leaves no position for the answer (max_new_tokens "
+                                 f"{max_new_tokens}): no setting of max_new_tokens fits it.")
     if positions is not None and prompt_tokens + max_new_tokens > positions:
-        raise ModelCheckError(f"--model={name}: the protocol needs up to {prompt_tokens + max_new_tokens} positions "
-                              f"(a prompt of {prompt_tokens} tokens + max_new_tokens {max_new_tokens}) but the model "
-                              f"has {positions}. Lower max_new_tokens in the thresholds file's protocol to at most "
-                              f"{max(positions - prompt_tokens, 0)}.")
+        raise PromptTooLongError(f"--model={name}: the protocol needs up to {prompt_tokens + max_new_tokens} positions "
+                                 f"(a prompt of {prompt_tokens} tokens + max_new_tokens {max_new_tokens}) but the "
+                                 f"model has {positions}. Lower max_new_tokens in the thresholds file's protocol to at "
+                                 f"most {positions - prompt_tokens}.")
 
 
 def max_positions(config) -> int | None:

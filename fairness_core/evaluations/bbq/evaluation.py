@@ -21,7 +21,7 @@ from fairness_core.evaluations.bbq.section import BbqSection
 
 if TYPE_CHECKING:
     from fairness_core.api.options import AuditOptions
-    from fairness_core.api.prompts import Prompt
+    from fairness_core.api.prompts import Prompt, PromptSet
     from fairness_core.backends.base import Backend
     from fairness_core.config.attribute_sets import AttributeSet
     from fairness_core.config.thresholds import AuditConfig
@@ -51,14 +51,21 @@ class BbqEvaluation(Evaluation):
                "fields, a folder of them, or several comma-separated", metavar="PATH", commands=ALL_COMMANDS),
         Option("--bbq-subset", "with --bbq-file: nejumi asks only the 20 test items per category that Nejumi LLM "
                "Leaderboard 4 scores", one_of("nejumi"), default_text="every item", commands=ALL_COMMANDS),
-        Option("--bbq-scorer", "likelihood (each option's log-probability; base models, in process or a server that "
+        Option("--bbq-scorer", "auto (likelihood where the backend scores continuations and the format is completion; "
+               "generated-choice under chat-instruction, or when the server cannot score; for --backend=jsonl what the "
+               "files hold), likelihood (each option's log-probability; base models, in process or a server that "
                "echoes prompt log-probabilities) or generated-choice (Nejumi's prompt, the answer's index generated; "
-               "any backend)", one_of("likelihood", "generated-choice"), "likelihood", commands=ALL_COMMANDS),
+               "any backend)", one_of("auto", "likelihood", "generated-choice"), "auto", commands=ALL_COMMANDS),
     )
 
     def __init__(self, config: AuditConfig, attributes: AttributeSet):
+        from fairness_core.evaluations.bbq.scorer_choice import LIKELIHOOD, ScorerChoice
+
         self.attributes = attributes
-        self.scorer = "likelihood"
+        self.choice = ScorerChoice(LIKELIHOOD)
+        self.scorer = self.choice.scorer
+        #: Why the run answered by generated choice where ``auto`` had taken the likelihood scorer (set by :meth:`run`).
+        self.fallback_reason: str | None = None
         super().__init__(config, attributes)
         self.groups = self.questions.categories
 
@@ -81,9 +88,17 @@ class BbqEvaluation(Evaluation):
         from fairness_core.evaluations.bbq.scoring import choice_prompts
 
         self.choice_prompts = choice_prompts(self.questions.items, self.questions.shots)
-        if self.scorer != "generated-choice":
+        if self.scorer != "generated-choice" or self.choice.not_judged:
             return ()
         return tuple({p.text: p for p in self.choice_prompts.values()}.values())
+
+    def prompt_set(self) -> PromptSet:
+        """The prompts, with what a completions file must record for its audit: the scorer and which questions."""
+        import dataclasses
+
+        recorded = {"scorer": self.scorer, "questions": {"data": self.questions.data},
+                    **({"not_judged": self.choice.not_judged} if self.choice.not_judged else {})}
+        return dataclasses.replace(super().prompt_set(), provenance=recorded)
 
     def asks_something(self) -> bool:
         """Questions, whether or not the scorer generates text for them (the likelihood scorer generates none)."""
@@ -93,15 +108,21 @@ class BbqEvaluation(Evaluation):
         """``--bbq-file`` (and ``--bbq-subset``) replace the questions; ``--bbq-scorer`` picks how answers are had."""
         from fairness_core.evaluations.bbq.files import QuestionFileError, read_question_file
         from fairness_core.evaluations.bbq.questions import file_questions
+        from fairness_core.evaluations.bbq.scorer_choice import ScorerChoiceError, choose_scorer, recorded_mismatch
 
-        self.scorer = values.get("bbq_scorer") or "likelihood"
+        self.choice = choose_scorer(values.get("bbq_scorer"), prompt_format=values.get("prompt_format"),
+                                    backend=values.get("backend"), completions=values.get("completions"))
+        self.scorer = self.choice.scorer
         path, subset = values.get("bbq_file"), values.get("bbq_subset")
-        if subset and not path:
+        if subset and path is None:
             raise QuestionFileError("--bbq-subset=nejumi takes its items from a --bbq-file: give the JBBQ file too.")
-        if path:
+        if path is not None:  # an empty value (an unset CI variable) is no file, and says so
             self.questions = file_questions(read_question_file(str(path)), subset=subset,
                                             few_shots=self.limits.few_shots)
             self.groups = self.questions.categories
+        mismatch = recorded_mismatch(self.choice.recorded, self.questions.provenance(), values.get("completions"))
+        if mismatch:
+            raise ScorerChoiceError(mismatch)
         self.prompts = self._prompts()
 
     def test_parameters(self) -> dict[str, list[str]]:
@@ -130,10 +151,20 @@ class BbqEvaluation(Evaluation):
         return gated_values(self.groups, units)
 
     def run(self, backend: Backend) -> BbqAnswers:
-        from fairness_core.evaluations.bbq.scoring import by_choice, by_likelihood
+        from fairness_core.backends.base import GenerationError
+        from fairness_core.evaluations.bbq.scoring import BbqAnswers, ScorerUnavailableError, by_choice, by_likelihood
 
+        if self.choice.not_judged:
+            return BbqAnswers((), self.scorer, skip_reason=self.choice.not_judged)
         if self.scorer == "likelihood":
-            return by_likelihood(backend, self.questions.items, self.limits.normalization)
+            try:
+                return by_likelihood(backend, self.questions.items, self.limits.normalization)
+            except (ScorerUnavailableError, GenerationError) as err:
+                if not self.choice.fallback:
+                    raise
+                self.scorer = "generated-choice"
+                self.fallback_reason = (f"--bbq-scorer=auto took generated choice: the backend could not score the "
+                                        f"options ({str(err).split('. Pass --bbq-scorer')[0]})")
         return by_choice(backend, self.questions.items, self.choice_prompts, self.protocol)
 
     def metrics(self, scored: BbqAnswers, *, seed: int) -> list[MetricResult]:
@@ -147,7 +178,8 @@ class BbqEvaluation(Evaluation):
         return [completion_record(answer) for answer in scored.answers]
 
     def provenance(self) -> dict[str, Any]:
-        scorer: dict[str, Any] = {"scorer": self.scorer}
+        scorer: dict[str, Any] = {"scorer": self.scorer, **({"scorer_choice": self.fallback_reason or self.choice.why}
+                                                            if self.fallback_reason or self.choice.why else {})}
         if self.scorer == "likelihood":
             scorer["normalization"] = self.limits.normalization
         else:
@@ -157,13 +189,20 @@ class BbqEvaluation(Evaluation):
 
     def describe(self) -> str:
         questions = self.questions
-        if self.scorer == "likelihood":
+        if self.choice.not_judged:
+            how = self.choice.not_judged
+        elif self.scorer == "likelihood":
             how = (f"likelihood scorer ({self.limits.normalization.replace('_', '-')} log-probability of each option, "
                    f"{3 * len(questions.items)} texts scored)")
         else:
-            how = (f"generated-choice scorer (Nejumi's prompt, {self.limits.few_shots} shots, "
-                   f"{len(self.prompts)} prompts, greedy, at most {self.protocol.max_new_tokens} tokens)")
-        return f"bbq: {len(questions.items)} questions ({', '.join(questions.categories)}), {how}; data: {questions.source}"
+            shots = {c: len(questions.shots.get(c, ())) for c in questions.categories}
+            shown = (f"{next(iter(shots.values()))} shots" if len(set(shots.values())) == 1 else
+                     "shots " + ", ".join(f"{c} {n}" for c, n in shots.items()))
+            how = (f"generated-choice scorer (Nejumi's prompt, {shown}, {len(self.prompts)} prompts, greedy, at most "
+                   f"{self.protocol.max_new_tokens} tokens)")
+        why = f" [{self.choice.why}]" if self.choice.why and not self.choice.not_judged else ""
+        return (f"bbq: {len(questions.items)} questions ({', '.join(questions.categories)}), {how}{why}; "
+                f"data: {questions.source}")
 
     def plan_lines(self, options: AuditOptions) -> list[str]:
         limits = self.limits

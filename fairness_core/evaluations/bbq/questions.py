@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fairness_core.config.attribute_sets import AttributeSet
-from fairness_core.evaluations.bbq.files import NEJUMI_SHOT_POSITIONS, QuestionFile, nejumi_shots, nejumi_split
+from fairness_core.evaluations.bbq.files import (
+    NEJUMI_SHOT_POSITIONS,
+    QuestionFile,
+    QuestionFileError,
+    nejumi_shots,
+    nejumi_split,
+)
 from fairness_core.evaluations.bbq.items import Item, expand
 from fairness_core.evaluations.bbq.section import BbqSection
 from fairness_core.evaluations.bbq.templates import QuestionTemplate, builtin_templates, unknown_answers
@@ -41,13 +47,15 @@ class QuestionSet:
     source: str
     templates: Mapping[str, QuestionTemplate] = field(default_factory=dict)
     left_out: tuple[str, ...] = ()
+    #: Which questions, in words that are the same on every machine (a file by name and hash, not by path).
+    data: str = ""
 
     @property
     def categories(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(item.category for item in self.items))
 
     def provenance(self) -> dict[str, Any]:
-        return {"source": self.source, "items": len(self.items), "categories": list(self.categories),
+        return {"source": self.source, "data": self.data, "items": len(self.items), "categories": list(self.categories),
                 "templates": list(dict.fromkeys(item.template_id for item in self.items)),
                 "shots": {c: [s.key for s in shots] for c, shots in self.shots.items()},
                 **({"left_out": list(self.left_out)} if self.left_out else {})}
@@ -74,11 +82,13 @@ def template_questions(attributes: AttributeSet, *, few_shots: int) -> QuestionS
     templates, left_out = applicable_templates(attributes)
     answers = section.answers() if section is not None else unknown_answers()
     items = expand(templates, category=attributes.name, labels=attributes.labels, unknown_answers=answers)
-    where = (f"the bbq section of the attribute set {attributes.name} ({attributes.source})" if section is not None
-             else f"the project's reviewed templates for {attributes.name} (evaluations/bbq/data/bbq_templates.yaml)")
+    data = (f"the bbq section of the attribute set {attributes.name}" if section is not None
+            else f"the project's reviewed templates for {attributes.name}")
+    where = (f"{data} ({attributes.source})" if section is not None
+             else f"{data} (evaluations/bbq/data/bbq_templates.yaml)")
     source = f"{where}: {len(templates)} templates, {len(items)} items"
     return QuestionSet(tuple(items), {attributes.name: donor_shots(attributes.name, few_shots)}, source,
-                       {t.id: t for t in templates}, left_out)
+                       {t.id: t for t in templates}, left_out, data)
 
 
 def donor_shots(category: str, few_shots: int) -> tuple[Item, ...]:
@@ -97,12 +107,23 @@ def file_questions(file: QuestionFile, *, subset: str | None, few_shots: int) ->
     """The items of a user's file (all, or Nejumi's test subset), with Nejumi's few-shot examples per category."""
     split = nejumi_split(file.items)
     shots = {c: tuple(nejumi_shots(split, c, few_shots)) for c in split.train}
+    left_out: tuple[str, ...] = ()
     if subset == "nejumi":
         items = tuple(item for category_items in split.test.values() for item in category_items)
+        empty = [c for c, test in split.test.items() if not test]
+        if not items:
+            raise QuestionFileError(
+                f"--bbq-subset=nejumi: Nejumi's split of {file.describe()} leaves no test template in any category: "
+                f"it gives 10/25 of a category's templates (question_index) to test, rounded down, so a category "
+                f"needs at least 3 templates ({', '.join(f'{c}: {n}' for c, n in split.templates.items())}). "
+                f"Leave --bbq-subset out to ask every item of the file.")
+        left_out = tuple(f"{c}: Nejumi's split gives it no test template ({split.templates[c]} templates)"
+                         for c in empty)
         chosen = f"subset nejumi: the first 20 test items of each category ({len(items)} items), as Nejumi LLM " \
-                 f"Leaderboard 4 scores JBBQ"
+                 f"Leaderboard 4 scores JBBQ" + "".join(f"; {line}" for line in left_out)
     else:
         shown = {s.key for category_shots in shots.values() for s in category_shots}
         items = tuple(item for item in file.items if item.key not in shown)
         chosen = f"every item but the {len(shown)} few-shot examples ({len(items)} items)"
-    return QuestionSet(items, shots, f"--bbq-file {file.describe()}; {chosen}")
+    data = f"--bbq-file {file.identity()}" + (f" --bbq-subset={subset}" if subset else "")
+    return QuestionSet(items, shots, f"--bbq-file {file.describe()}; {chosen}", left_out=left_out, data=data)
