@@ -38,7 +38,6 @@ from fairness_core.evaluations.bbq.items import Item
 from fairness_core.evaluations.bbq.prompts import choice_prompt, likelihood_context, parse_answer
 
 
-
 class ScorerUnavailableError(ScoringUnsupportedError):
     """The likelihood scorer was asked of a backend that cannot score."""
 
