@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from fairness_core.api.evaluation import Evaluation, MetricSpec
 from fairness_core.config.option_types import AUDIT, GENERATE, PLAN, Option, one_of
 from fairness_core.evaluations.bbq.config import BbqConfig
+from fairness_core.evaluations.bbq.items import POOL
 from fairness_core.evaluations.bbq.section import BbqSection
 
 if TYPE_CHECKING:
@@ -31,8 +32,6 @@ if TYPE_CHECKING:
     from fairness_core.scorecard import MetricResult
 
 ALL_COMMANDS = frozenset({AUDIT, GENERATE, PLAN})
-#: The audit tests' ``category`` value of the pool of every category (when there are several).
-POOL = "all"
 
 
 class BbqEvaluation(Evaluation):

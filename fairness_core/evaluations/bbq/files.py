@@ -42,8 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from fairness_core.errors import AuditUsageError
-from fairness_core.evaluations.bbq.evaluation import POOL
-from fairness_core.evaluations.bbq.items import Item
+from fairness_core.evaluations.bbq.items import POOL, Item
 from fairness_core.japanese.morphology import normalize
 
 #: Nejumi's list of unknown labels (``upload_jbbq.py``): BBQ's ten English unknown phrases, and its group label.

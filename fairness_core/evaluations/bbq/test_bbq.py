@@ -12,10 +12,10 @@ stereotype.
 import pytest
 
 from fairness_core.evaluations.bbq.evidence import biased_evidence
+from fairness_core.evaluations.bbq.items import POOL
 from fairness_core.scorecard import metric_id
 
 pytestmark = pytest.mark.fairness_audit("bbq")
-POOL = "all"
 
 
 def _check(audit, metric, category, *, ambiguous=None):
