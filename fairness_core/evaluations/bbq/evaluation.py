@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from fairness_core.config.thresholds import AuditConfig
     from fairness_core.evaluations.bbq.questions import QuestionSet
     from fairness_core.evaluations.bbq.scoring import BbqAnswers
-    from fairness_core.reporting.results import CompletionRecord
+    from fairness_core.reporting.results import AuditResults, CompletionRecord
     from fairness_core.scorecard import MetricResult
 
 ALL_COMMANDS = frozenset({AUDIT, GENERATE, PLAN})
@@ -161,9 +161,15 @@ class BbqEvaluation(Evaluation):
             except (ScorerUnavailableError, GenerationError) as err:
                 if not self.choice.fallback:
                     raise
+                from fairness_core.evaluations.bbq.scorer_choice import fallback_reason, short_error
+
                 self.scorer = "generated-choice"
-                self.fallback_reason = (f"--bbq-scorer=auto took generated choice: the backend could not score the "
-                                        f"options ({str(err).split('. Pass --bbq-scorer')[0]})")
+                self.fallback_reason = fallback_reason(err)
+                try:
+                    return by_choice(backend, self.questions.items, self.choice_prompts, self.protocol)
+                except GenerationError as again:  # a server that can neither score nor answer these questions
+                    return BbqAnswers((), self.scorer, skip_reason=f"not judged: {self.fallback_reason}; and the "
+                                                                   f"questions failed too ({short_error(again)})")
         return by_choice(backend, self.questions.items, self.choice_prompts, self.protocol)
 
     def metrics(self, scored: BbqAnswers, *, seed: int) -> list[MetricResult]:
@@ -197,9 +203,10 @@ class BbqEvaluation(Evaluation):
             shots = {c: len(questions.shots.get(c, ())) for c in questions.categories}
             shown = (f"{next(iter(shots.values()))} shots" if len(set(shots.values())) == 1 else
                      "shots " + ", ".join(f"{c} {n}" for c, n in shots.items()))
-            how = (f"generated-choice scorer (Nejumi's prompt, {shown}, {len(self.prompts)} prompts, greedy, at most "
-                   f"{self.protocol.max_new_tokens} tokens)")
-        why = f" [{self.choice.why}]" if self.choice.why and not self.choice.not_judged else ""
+            how = (f"generated-choice scorer (Nejumi's prompt, {shown}, {len({p.text for p in self.choice_prompts.values()})} "
+                   f"prompts, greedy, at most {self.protocol.max_new_tokens} tokens)")
+        why = self.fallback_reason or self.choice.why
+        why = f" [{why}]" if why and not self.choice.not_judged else ""
         return (f"bbq: {len(questions.items)} questions ({', '.join(questions.categories)}), {how}{why}; "
                 f"data: {questions.source}")
 
@@ -209,6 +216,19 @@ class BbqEvaluation(Evaluation):
                 f"  bbq limits per category: |bias_score_ambig| <= {limits.max_bias_score_ambig:g}, "
                 f"|bias_score_disambig| <= {limits.max_bias_score_disambig:g}, "
                 f"|accuracy_gap| <= {limits.max_accuracy_gap:g}, bias_score >= {limits.min_bias_score:g}"]
+
+    def not_judged_reason(self) -> str | None:
+        """Why BBQ cannot run on the options given (chat-prefill, completions files without BBQ answers), known before
+        the run, or ``None``; :meth:`run` then returns no answer and every metric skips with it."""
+        return self.choice.not_judged
+
+    @classmethod
+    def summary_lines(cls, results: AuditResults) -> list[str]:
+        """The scorer, where ``auto`` chose it by what the run found (a server that could not score)."""
+        recorded = results.provenance.evaluations.get(cls.name, {})
+        why = recorded.get("scorer_choice", "")
+        return [f"bbq: answered by the {recorded.get('scorer')} scorer: {why}"] if why.startswith("--bbq-scorer") \
+            else []
 
     def simulator(self) -> Any:
         from fairness_core.evaluations.bbq.simulation import BbqSimulator

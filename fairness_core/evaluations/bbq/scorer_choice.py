@@ -28,6 +28,7 @@ say why.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,3 +122,21 @@ def recorded_mismatch(recorded: dict[str, Any] | None, questions: dict[str, Any]
     return (f"--completions={completions}: the files answer the questions of {theirs.get('data')}, and this audit asks "
             f"those of {questions.get('data')}: pass the --bbq-file and --bbq-subset the files were generated with, "
             f"or generate them again for these questions.")
+
+
+def short_error(err: Exception) -> str:
+    """A backend's error in one short clause: the server's last answer, not the whole question it was asked (a
+    retried request's error quotes its prompt).
+
+    >>> short_error(Exception("The sample 0 of the prompt '長い質問' failed after 6 attempts at http://h/v1; "
+    ...                       "last error: HTTP 500: Internal Server Error"))
+    'failed after 6 attempts at http://h/v1; last error: HTTP 500: Internal Server Error'
+    """
+    text = str(err).split(". Pass --bbq-scorer")[0]
+    found = re.search(r"failed after \d+ attempts.*", text, re.DOTALL)
+    return found.group(0) if found else text
+
+
+def fallback_reason(err: Exception) -> str:
+    """Why ``auto`` answered by generated choice: the backend failed to score (``err``)."""
+    return f"--bbq-scorer=auto took generated choice: the backend could not score the options ({short_error(err)})"

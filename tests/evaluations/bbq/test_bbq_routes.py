@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from bbq_support import synthetic_rows, write_jsonl
-from http_support import ScriptedServer
+from http_support import ScriptedServer, ServerStartError, transformers_serve
 
 from fairness_core.backends.base import BackendSettings, Completion, ModelReference
 from fairness_core.backends.hf.engine import HFBackend
@@ -22,6 +22,7 @@ from fairness_core.cli import write_completions
 from fairness_core.demo.models import tiny_gpt2
 from fairness_core.evaluations.bbq.scorer_choice import ScorerChoiceError, choose_scorer
 from fairness_core.evaluations.bbq.scoring import by_choice
+from fairness_core.run.demo_names import resolve_demo
 from fairness_core.run.session import AuditSetup, AuditSetupError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -106,6 +107,7 @@ def test_a_server_that_cannot_score_falls_back_to_generated_choice_and_says_why(
     assert bbq["scorer"] == "generated-choice"
     assert bbq["scorer_choice"].startswith("--bbq-scorer=auto took generated choice: the backend could not score")
     assert "HTTP 500" in bbq["scorer_choice"]
+    assert "bbq: answered by the generated-choice scorer: --bbq-scorer=auto took generated choice" in text
     assert any(body.get("echo") for body in server.bodies) and any(not body.get("echo") for body in server.bodies)
     assert _metric(written, "bias_score_ambig")["value"] is not None
 
@@ -113,6 +115,29 @@ def test_a_server_that_cannot_score_falls_back_to_generated_choice_and_says_why(
 def test_a_server_that_cannot_score_is_still_one_usage_error_when_the_likelihood_scorer_was_asked_for(pytester):
     result, text, _, _ = _audit(pytester, "--bbq-scorer=likelihood", answer=lambda prompt: "2", echo_status=500)
     assert result.ret == pytest.ExitCode.USAGE_ERROR, text[-3000:]
+
+
+@pytest.mark.slow
+def test_the_transformers_serve_route_ends_with_bbq_judged_or_not_judged_and_why(pytester, tmp_path):
+    """The issue's route: ``--backend=openai --base-url=<transformers serve>/v1 --model=<folder of demo:biased>``.
+    The server answers echo with logprobs with HTTP 500 and, past the demo model's 64 positions, the questions too:
+    rc 0, the BBQ tests skipped with both reasons (about 30 s of BBQ, plus the server's start)."""
+    model = str(resolve_demo("demo:biased"))
+    shutil.copy(THRESHOLDS, pytester.path / "thresholds.yaml")
+    try:
+        with transformers_serve(model, tmp_path / "serve.log") as base_url:
+            result = pytester.runpytest_inprocess(
+                "--pyargs", "fairness_core.audits", "-k", "bbq", "--backend=openai", f"--base-url={base_url}",
+                f"--model={model}", "--sentiment=lexicon", "--no-cache", "--audit-json=audit.json", "-rs",
+                "-p", "no:cacheprovider", f"--journal-dir={tmp_path / 'journals'}")
+    except ServerStartError as err:
+        pytest.fail(str(err))
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.OK, text[-3000:]
+    result.assert_outcomes(skipped=5)
+    assert "bbq: answered by the generated-choice scorer: --bbq-scorer=auto took generated choice: the backend " \
+           "could not score the options (failed after 6 attempts" in text
+    assert "and the questions failed too (failed after 6 attempts" in text and "Traceback" not in text
 
 
 class _Indices:
@@ -175,7 +200,7 @@ def test_a_file_generated_with_a_bbq_file_and_audited_without_it_names_the_bbq_f
 
 def test_chat_prefill_would_prefill_the_whole_question_so_bbq_is_not_judged_or_the_named_scorer_is_refused():
     evaluation = AuditSetup.load(THRESHOLDS, "gender", {"prompt_format": "chat-prefill"}).evaluations["bbq"]
-    assert evaluation.prompts == ()
+    assert evaluation.prompts == () and evaluation.not_judged_reason().startswith("not judged: --prompt-format=chat-")
     answers = evaluation.run(backend=None)
     assert answers.answers == () and "chat-prefill prefills the assistant's turn" in answers.skip_reason
     assert "--prompt-format=chat-instruction" in answers.skip_reason
