@@ -98,7 +98,7 @@ def chat_rates(backend, label: str) -> tuple[dict[str, dict[str, tuple[int, int]
     matcher = HurtfulMatcher(load_builtin_lexicon().at_level("conservative").entries)
     prompts = honest_prompts(load_attribute_set("gender"))
     results = evaluate_honest(backend, prompts, PROTOCOL, matcher, groups=("female", "male"),
-                              reader=AnswerReader(CHAT_FORMAT))
+                              reader=AnswerReader(PromptFormat(CHAT_FORMAT)))
     planted = PLANTED_RATES["chat-biased"]
     rates, problems, line = {}, [], [f"{label:>34} {CHAT_MODEL}"]
     for group in ("female", "male"):

@@ -25,7 +25,7 @@ from fairness_core.backends.hf.engine import HFBackend, load_model
 from fairness_core.evaluations.bbq.prompts import likelihood_context
 from fairness_core.evaluations.bbq.scoring import by_likelihood
 from fairness_core.run.demo_names import resolve_demo
-from fairness_core.run.session import AuditSetup
+from fairness_core.run.setup import AuditSetup
 
 
 def main() -> None:

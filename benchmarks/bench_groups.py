@@ -37,7 +37,8 @@ from fairness_core.backends.base import BackendSettings, Completion, ModelRefere
 from fairness_core.backends.hf.cpu_features import cpu_line
 from fairness_core.config.package_data import default_thresholds_path
 from fairness_core.reporting.results import build_results
-from fairness_core.run.session import AuditSession, AuditSetup
+from fairness_core.run.session import AuditSession
+from fairness_core.run.setup import AuditSetup
 
 #: Completions the stand-in backend draws from: hurtful ones for HONEST, polar ones for the lexicon scorer.
 POOL = ("医者になることだ。", "馬鹿だと言われた。", "とても優しい人だ。", "嫌われている。", "毎日働いている。",

@@ -35,7 +35,8 @@ from operating_characteristics import clopper_pearson
 from fairness_core.gates.regression import gate_regressions, gated_metrics
 from fairness_core.reporting.results import build_results
 from fairness_core.run.options import audit_options
-from fairness_core.run.session import AuditSession, AuditSetup
+from fairness_core.run.session import AuditSession
+from fairness_core.run.setup import AuditSetup
 
 REPO = Path(__file__).resolve().parents[1]
 #: The metrics printed for each seed beside its failing tests.

@@ -53,8 +53,10 @@ from fairness_core import statistics
 from fairness_core.api.discovery import EVALUATIONS
 from fairness_core.api.user_files import load_attribute_set, load_thresholds
 from fairness_core.config.thresholds import AuditConfig
-from fairness_core.gates.simulation import FAIR, Effect
-from fairness_core.sampling import fixed_record, run_adaptively
+from fairness_core.evaluations.honest.simulation import HonestEffect
+from fairness_core.evaluations.sentiment.simulation import SentimentEffect
+from fairness_core.gates.simulation import FAIR, Effect, own_effect
+from fairness_core.sampling import ADAPTIVE, fixed_record, run_adaptively
 from fairness_core.scorecard import settle
 
 REPO = Path(__file__).resolve().parents[1]
@@ -149,7 +151,7 @@ class Suite:
         self.groups = self.attribute_set.groups
         self.target = self.groups[0]
         classes = {name: EVALUATIONS.load(name) for name in EVALUATIONS}
-        self.evaluations = {name: cls(self.config, self.attribute_set) for name, cls in classes.items()
+        self.evaluations = {name: cls(self.config, self.attribute_set, {}) for name, cls in classes.items()
                             if cls.supports(self.attribute_set)}
         self.simulators = {name: evaluation.simulator() for name, evaluation in self.evaluations.items()}
 
@@ -191,9 +193,10 @@ class Suite:
     def describe(self, world: World) -> str:
         return "; ".join(self.simulators[name].describe(w) for name, w in world.items())
 
-    def draw_model(self, world: World, effect: Effect, rng: np.random.Generator) -> dict:
-        """One simulated model: each evaluation's per-prompt probabilities, ``effect`` planted against the target."""
-        return {name: simulator.draw_model(world[name], effect, self.target, rng)
+    def draw_model(self, world: World, effects: Sequence[Effect], rng: np.random.Generator) -> dict:
+        """One simulated model: each evaluation's per-prompt probabilities, the one of ``effects`` of its simulator's
+        effect type planted against the target (none of them: its fair model)."""
+        return {name: simulator.draw_model(world[name], own_effect(simulator, effects), self.target, rng)
                 for name, simulator in self.simulators.items()}
 
     def judged(self, model: dict, world: World, rng: np.random.Generator, *, seed: int) -> Outcome:
@@ -262,7 +265,7 @@ class Suite:
         """How many tests one run judges (metrics with a limit and a value), counted on one simulated run."""
         rng = np.random.default_rng(0)
         with estimates_only():
-            results, _ = self.run(self.draw_model(self.reference, FAIR, rng), self.reference, rng, seed=0)
+            results, _ = self.run(self.draw_model(self.reference, (), rng), self.reference, rng, seed=0)
         return sum(r.limit is not None and r.value is not None for r in results)
 
 
@@ -312,7 +315,7 @@ def simulate(suite: Suite, point: int, effect: Effect, runs: int, first: int = 0
     with estimates_only():
         for run in range(first, first + runs):
             rng = np.random.default_rng([point, _effect_key(effect), run])
-            model = suite.draw_model(world, effect, rng)
+            model = suite.draw_model(world, (effect,), rng)
             outcome = suite.judged(model, world, rng, seed=run)
             # A biased run is blocked by any failing test; only a fair run's true findings are not false alarms.
             truth = outcome.truth if effect == FAIR else {}
@@ -327,7 +330,7 @@ def simulate(suite: Suite, point: int, effect: Effect, runs: int, first: int = 0
             tally.used.append(outcome.used)
             tally.budget = outcome.budget
             tally.stops.update(f"{name} {record.ending}" for name, record in outcome.records.items()
-                               if record.mode == "adaptive")
+                               if record.mode == ADAPTIVE)
             tally.runs += 1
     return tally
 
@@ -464,13 +467,13 @@ def regression_table(suite: Suite, runs: int, resamples: int, first: int = 0) ->
     from fairness_core.gates.regression import gate_regressions, gated_metrics
     from fairness_core.reporting.results import metric_records
 
-    degradation = Effect("degraded", factor=1.5, gap=0.1)
-    slight = Effect("slightly degraded", factor=1.25, gap=0.05)
+    degradation = (HonestEffect("degraded", factor=1.5), SentimentEffect("degraded", gap=0.1))
+    slight = (HonestEffect("slightly degraded", factor=1.25), SentimentEffect("slightly degraded", gap=0.05))
     config = suite.config.regression
     flagged = Counter()
     with fewer_resamples(resamples):
         for run in range(first, first + runs):
-            fair = suite.draw_model(suite.reference, FAIR, np.random.default_rng([run, 1]))
+            fair = suite.draw_model(suite.reference, (), np.random.default_rng([run, 1]))
             degraded = suite.draw_model(suite.reference, degradation, np.random.default_rng([run, 1]))
             slightly = suite.draw_model(suite.reference, slight, np.random.default_rng([run, 1]))
             rng = np.random.default_rng([run, 2])

@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from fairness_core.run.options import audit_options
-from fairness_core.run.session import AuditSession, AuditSetup
+from fairness_core.run.session import AuditSession
+from fairness_core.run.setup import AuditSetup
 
 REPO = Path(__file__).resolve().parents[1]
 

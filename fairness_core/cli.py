@@ -32,10 +32,11 @@ from fairness_core.backends.base import Backend, BackendSettings, Request, reque
 from fairness_core.backends.catalog import DEFAULT_BACKEND
 from fairness_core.config.option_types import GENERATE, PLAN
 from fairness_core.errors import AuditUsageError
-from fairness_core.run.options import THRESHOLDS, add_options, project_root, resolve_thresholds
+from fairness_core.run.options import OUTPUT, SHARD, add_options, project_root
 
 if TYPE_CHECKING:
-    from fairness_core.run.session import AuditSetup
+    from fairness_core.run.setup import AuditSetup
+    from fairness_core.run.startup import StartUp
 
 USAGE_ERROR = 4  # pytest's exit code for a usage error, so that scripts treat both commands alike
 
@@ -116,56 +117,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ja-fairness-audit: error: {err}", file=sys.stderr)
         return USAGE_ERROR
     args = parser.parse_args(argv)
-    values = {key: value for key, value in vars(args).items() if key != "command"}
-    from fairness_core.run.session import AuditSetup
+    from fairness_core.run.startup import StartUp, read_values, start_up_problems
 
     try:
-        thresholds = resolve_thresholds(values.get(THRESHOLDS.dest), root=project_root(Path.cwd()))
-        setup = AuditSetup.load(thresholds, values["attributes"], values)
-        if args.command == "plan":
-            return _plan(thresholds, setup, values)
-        return _generate(setup, values)
+        start = StartUp.resolve(read_values(args.command, lambda dest: getattr(args, dest)), root=project_root(Path.cwd()))
+        setup = start.checked_setup()
+        if args.command == PLAN:
+            return _plan(start, setup)
+        problems = start_up_problems(start, selected=list(setup.evaluations))
+        if problems:
+            raise AuditUsageError("\n".join(problems))
+        return _generate(start, setup)
     except AuditUsageError as err:
         print(f"ja-fairness-audit: error: {err}", file=sys.stderr)
         return USAGE_ERROR
 
 
-def _generate(setup: AuditSetup, values: dict) -> int:
-    from fairness_core.backends.cache import CachedBackend, default_cache_source
-    from fairness_core.backends.catalog import create_backend
-    from fairness_core.config.outputs import check_cache_dir, no_cache_with_cache_dir
-    from fairness_core.run.options import CACHE_DIR, audit_options, cache_folder
+def _generate(start: StartUp, setup: AuditSetup) -> int:
+    from fairness_core.run.startup import open_backend
 
-    if values.get("no_cache") and values.get("cache_dir"):
-        raise AuditUsageError(no_cache_with_cache_dir(values["cache_dir"]))
-    cache_dir = cache_folder(values)
-    options, problems = audit_options(values, cache_dir=cache_dir)
-    if cache_dir is not None:
-        try:
-            check_cache_dir(CACHE_DIR.flag if values.get("cache_dir") else default_cache_source(), cache_dir)
-        except AuditUsageError as err:
-            problems.append(str(err))
-    if problems:
-        raise AuditUsageError("\n".join(problems))
-    backend = create_backend(options.backend, options.settings)
-    if cache_dir is not None:
-        backend = CachedBackend(backend, cache_dir=cache_dir)
-    written = write_completions(backend, options.settings, setup.prompt_sets(), values["output"], values["shard"])
-    index, count = values["shard"]
-    print(f"{values['output']}: {written} completions (shard {index}/{count}, backend {options.backend}, "
+    options, output, shard = start.options, start.values[OUTPUT.dest], start.values[SHARD.dest]
+    backend = open_backend(options)
+    written = write_completions(backend, options.settings, setup.prompt_sets(), output, shard)
+    index, count = shard
+    print(f"{output}: {written} completions (shard {index}/{count}, backend {options.backend}, "
           f"seed {options.settings.seed})")
     for line in getattr(backend, "summary_lines", list)():
         print(line, file=sys.stderr)
     return 0
 
 
-def _plan(thresholds: Path, setup: AuditSetup, values: dict) -> int:
+def _plan(start: StartUp, setup: AuditSetup) -> int:
     from fairness_core.gates.deploy import plan_lines
-    from fairness_core.run.options import audit_options
 
-    options, _ = audit_options(values, cache_dir=None)
-    print(f"thresholds {thresholds}")
-    print("\n".join(plan_lines(setup.config, setup.attributes.name, setup.evaluations, setup.not_applicable(), options)))
+    print(f"thresholds {start.thresholds}")
+    print("\n".join(plan_lines(setup.config, setup.attributes.name, setup.evaluations, setup.not_applicable(),
+                               start.options)))
     return 0
 
 

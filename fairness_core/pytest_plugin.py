@@ -20,34 +20,21 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from fairness_core.config.option_types import AUDIT
 from fairness_core.errors import AuditUsageError
-from fairness_core.run.options import (
-    ATTRIBUTES,
-    AUDIT_JSON,
-    BASELINE,
-    CACHE_DIR,
-    MODEL,
-    NO_CACHE,
-    PROMPT_FORMAT,
-    SAMPLING,
-    THRESHOLDS,
-    add_options,
-    cache_folder,
-    resolve_thresholds,
-    run_options,
-)
+from fairness_core.run.options import AUDIT_JSON, BASELINE, add_options
 from fairness_core.run.reporter import VIOLATION_PROPERTY, WORKER_CACHE, WORKER_RESULTS, AuditReporter, HtmlReport
 
 if TYPE_CHECKING:
-    from fairness_core.api.options import AuditOptions
-    from fairness_core.run.session import AuditSession, AuditSetup
+    from fairness_core.run.session import AuditSession
+    from fairness_core.run.setup import AuditSetup
+    from fairness_core.run.startup import StartUp
 
 AUDIT_MARKER = "fairness_audit"
 BASELINE_MARKER = "fairness_baseline"
@@ -55,7 +42,10 @@ CHAT_MARKER = "fairness_chat_format"
 AUDITS_PACKAGE = "fairness_core.audits"
 REPORTER_NAME, HTML_REPORT_NAME = "fairness-audit-reporter", "fairness-audit-html"
 
-setup_key = pytest.StashKey["AuditSetup | AuditUsageError"]()
+#: pytest-html's option of its report's path.
+HTML_PATH = "htmlpath"
+
+startup_key = pytest.StashKey["StartUp"]()
 session_key = pytest.StashKey["AuditSession"]()
 reporter_key = pytest.StashKey[AuditReporter]()
 
@@ -71,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{BASELINE_MARKER}: a regression test (collected only with --baseline)")
     config.addinivalue_line("markers", f"{CHAT_MARKER}: a test of chat answers (collected only with a chat "
                                        f"--prompt-format)")
-    html = config.getoption("htmlpath", None)
+    html = config.getoption(HTML_PATH, None)
     if html and not _is_worker(config):
         # Before pytest-html's own configure, which would fail on it with an internal error.
         from fairness_core.config.outputs import check_output_file
@@ -94,7 +84,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin, name)
-    for key in (reporter_key, setup_key, session_key):
+    for key in (reporter_key, startup_key, session_key):
         if key in config.stash:  # type: ignore[misc]  # three keys of three value types
             del config.stash[key]  # type: ignore[misc]
 
@@ -148,18 +138,19 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
     return None
 
 
-def _setup(config: pytest.Config) -> AuditSetup | AuditUsageError:
-    """The run's setup, loaded once on first need; a problem is kept and raised after collection."""
-    if setup_key not in config.stash:
-        from fairness_core.run.session import AuditSetup
+def _start(config: pytest.Config) -> StartUp:
+    """The run's option values, read once on first need, and what they resolve to (problems kept, not raised)."""
+    if startup_key not in config.stash:
+        from fairness_core.run.startup import StartUp, read_values
 
-        thresholds = resolve_thresholds(config.getoption(THRESHOLDS.dest), root=config.rootpath)
-        values = {option.dest: config.getoption(option.dest) for _, option in run_options(AUDIT, problems=[])}
-        try:
-            config.stash[setup_key] = AuditSetup.load(thresholds, config.getoption(ATTRIBUTES.dest), values)
-        except AuditUsageError as err:
-            config.stash[setup_key] = err
-    return config.stash[setup_key]
+        worker = getattr(config, "workerinput", None)
+        config.stash[startup_key] = StartUp.resolve(read_values(AUDIT, config.getoption), root=config.rootpath,
+                                                    shared_cache=Path(worker[WORKER_CACHE]) if worker else None)
+    return config.stash[startup_key]
+
+
+def _setup(config: pytest.Config) -> AuditSetup | AuditUsageError:
+    return _start(config).setup
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -199,8 +190,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """After ``-k``/``-m`` selection: load what the selected audits need, then generate and score once."""
-    unused_markers = ([BASELINE_MARKER] if not config.getoption(BASELINE.dest) else []) + (
-        [CHAT_MARKER] if (config.getoption(PROMPT_FORMAT.dest) or PROMPT_FORMAT.default) == "completion" else [])
+    from fairness_core.run.startup import start_up_problems
+
+    if not any(item.get_closest_marker(m) for item in items for m in (AUDIT_MARKER, BASELINE_MARKER, CHAT_MARKER)):
+        return  # no audit in this run: nothing to resolve
+    start = _start(config)
+    unused_markers = ([BASELINE_MARKER] if not start.values.get(BASELINE.dest) else []) + (
+        [CHAT_MARKER] if not start.options.settings.prompt_format.is_chat else [])
     unused = [item for item in items if any(item.get_closest_marker(m) for m in unused_markers)]
     if unused:
         config.hook.pytest_deselected(items=unused)
@@ -211,92 +207,27 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     # The headline tests (ratio, group, gaps) run and are listed before the per-template and per-category ones.
     items.sort(key=lambda item: bool({"template_id", "category"} & set(getattr(item, "fixturenames", ()))))
-    setup = _setup(config)
     selected = {m.args[0] for item in audits for m in item.iter_markers(AUDIT_MARKER) if m.args}
     regression = any(item.get_closest_marker(BASELINE_MARKER) for item in audits)
-    options, problems = _options(config)
-    if not config.option.collectonly:
-        problems += _quick_problems(config, setup, options, selected, regression=regression)
-    else:
-        problems = []
-    if isinstance(setup, AuditUsageError):
-        raise pytest.UsageError("\n".join([*problems, str(setup)]))
+    problems = [] if config.option.collectonly else start_up_problems(start, selected=selected, regression=regression)
+    if isinstance(start.setup, AuditUsageError):
+        raise pytest.UsageError("\n".join([*problems, str(start.setup)]))
     if problems:
         raise pytest.UsageError("\n".join(problems))
     if config.option.collectonly:
         return
     try:
-        config.stash[session_key] = _start_session(config, setup, options, selected, regression=regression)
+        config.stash[session_key] = _start_session(config, start, selected, regression=regression)
     except AuditUsageError as err:
         raise pytest.UsageError(str(err)) from None
 
 
-def _quick_problems(config: pytest.Config, setup: AuditSetup | AuditUsageError, options: AuditOptions,
-                    selected: set[str], *, regression: bool) -> list[str]:
-    """What can be told wrong without loading anything, model first: missing files and unwritable outputs.
-
-    Only the options that the selected audits use are checked (``-k honest`` does
-    not check a sentiment scorer's folder); outputs are checked now rather than
-    after an hour of generation.  Loading then finds what only loading can.
-    """
-    from fairness_core.backends.cache import default_cache_dir, default_cache_source
-    from fairness_core.backends.catalog import BACKENDS
-    from fairness_core.config.locations import missing_file
-    from fairness_core.config.outputs import check_cache_dir, check_output_file, no_cache_with_cache_dir
-
-    problems = []
-    if not options.settings.model.name and BACKENDS[options.backend].needs_model:
-        problems.append(f"The fairness audits need a model: pass {MODEL.flag}=<hub id or local path>, "
-                        f"e.g. pytest --pyargs fairness_core.audits {MODEL.flag}=rinna/japanese-gpt-neox-small")
-    if not isinstance(setup, AuditUsageError):
-        problems += [problem for name in setup.evaluations if name in selected
-                     for problem in type(setup.evaluations[name]).input_problems(options)]
-    baseline = config.getoption(BASELINE.dest)
-    if regression and baseline and (missing := missing_file(BASELINE.flag, Path(baseline))):
-        problems.append(missing)
-    audit_json = config.getoption(AUDIT_JSON.dest)
-    if baseline and audit_json and Path(baseline).expanduser().resolve() == Path(audit_json).expanduser().resolve():
-        problems.append(f"{AUDIT_JSON.flag}={audit_json} would overwrite the {BASELINE.flag} it is compared with, and the "
-                        f"next run would gate against this model. Write the new results to another file.")
-    prompt_format = config.getoption(PROMPT_FORMAT.dest) or PROMPT_FORMAT.default
-    if config.getoption(SAMPLING.dest) == "adaptive" and prompt_format != "completion":
-        problems.append(f"{SAMPLING.flag}=adaptive with {PROMPT_FORMAT.flag}={prompt_format}: the sequential tests count "
-                        f"every prompt's samples alike, and refused answers leave prompts with fewer; audit a chat "
-                        f"format with {SAMPLING.flag}=fixed")
-    cache, no_cache = config.getoption(CACHE_DIR.dest), config.getoption(NO_CACHE.dest)
-    if no_cache and cache:
-        problems.append(no_cache_with_cache_dir(cache))
-    checks: list[Callable[[], object]] = [lambda: check_output_file(AUDIT_JSON.flag, Path(audit_json))] if audit_json else []
-    if not no_cache:
-        checks.append(lambda: check_cache_dir(CACHE_DIR.flag, Path(cache)) if cache
-                      else check_cache_dir(default_cache_source(), default_cache_dir()))
-    for check in checks:
-        try:
-            check()
-        except AuditUsageError as err:
-            problems.append(str(err))
-    return problems
-
-
-def _options(config: pytest.Config) -> tuple[AuditOptions, list[str]]:
-    """The run's options from the command line, once, and what resolving ``--model`` found wrong."""
-    from fairness_core.run.options import audit_options
-
-    values: dict[str, Any] = {option.dest: config.getoption(option.dest) for _, option in run_options(AUDIT, problems=[])}
-    cache_dir = cache_folder(values)
-    worker = getattr(config, "workerinput", None)
-    if values[NO_CACHE.dest] and worker:
-        cache_dir = Path(worker[WORKER_CACHE])  # xdist workers share one throw-away cache
-    return audit_options(values, cache_dir=cache_dir)
-
-
-def _start_session(config: pytest.Config, setup: AuditSetup, options: AuditOptions, selected: set[str], *,
-                   regression: bool) -> AuditSession:
+def _start_session(config: pytest.Config, start: StartUp, selected: set[str], *, regression: bool) -> AuditSession:
     from fairness_core.reporting.results import build_results
     from fairness_core.run.session import AuditSession
 
-    audit = AuditSession(options, setup, selected=sorted(selected),
-                         baseline=config.getoption(BASELINE.dest) if regression else None)
+    audit = AuditSession(start.options, start.checked_setup(), selected=sorted(selected),
+                         baseline=start.values.get(BASELINE.dest) if regression else None)
     audit.compute_all()
     config.stash[reporter_key].build_results = functools.partial(build_results, audit)
     return audit

@@ -30,12 +30,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from fairness_core.scorecard import Settlement
 
 Sampling = Literal["fixed", "adaptive"]
-SAMPLING_MODES: tuple[str, ...] = ("fixed", "adaptive")
+#: ``--sampling``'s choices, each named once.
+FIXED: Final = "fixed"
+ADAPTIVE: Final = "adaptive"
+SAMPLING_MODES: tuple[str, ...] = (FIXED, ADAPTIVE)
 
 
 class SequentialTest(Protocol):
@@ -80,7 +83,7 @@ class SamplingRecord:
 
     def describe(self) -> str:
         """One line: ``adaptive, 3 of 20 samples per prompt (5760 of 38400 completions, 3 rounds): <why>``."""
-        if self.mode == "fixed":
+        if self.mode == FIXED:
             return f"fixed, {self.budget} samples per prompt ({self.budget_completions} completions): {self.stopped}"
         return (f"adaptive, {self.samples_per_prompt} of {self.budget} samples per prompt ({self.completions} of "
                 f"{self.budget_completions} completions, {self.rounds} round{'s' * (self.rounds != 1)}): {self.stopped}")
@@ -120,9 +123,9 @@ def sample_in_rounds(draw: Callable[[range], Any], test: SequentialTest, *, budg
         reason = test.stop_reason()
         if reason is not None:
             failed = any(s.outcome == "fail" for s in test.settlements().values())
-            return parts, SamplingRecord("adaptive", samples.stop, budget, prompts, index, reason,
+            return parts, SamplingRecord(ADAPTIVE, samples.stop, budget, prompts, index, reason,
                                          "failure" if failed else "pass")
-    return parts, SamplingRecord("adaptive", budget, budget, prompts, len(rounds),
+    return parts, SamplingRecord(ADAPTIVE, budget, budget, prompts, len(rounds),
                                  "the fixed protocol's budget, the verdicts not settled earlier; the "
                                  "unsettled ones are judged by the fixed rules", "budget")
 
@@ -143,12 +146,12 @@ def run_adaptively(evaluation: Any, draw: Callable[[range], Any], *,
 
 def fixed_record(budget: int, prompts: int, why: str = "the fixed protocol") -> SamplingRecord:
     """The record of an evaluation that ran its fixed protocol, and why."""
-    return SamplingRecord("fixed", budget, budget, prompts, 1, why)
+    return SamplingRecord(FIXED, budget, budget, prompts, 1, why)
 
 
 def sampling_rows(records: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
     """(evaluation, how it sampled) for the report, only when a run was adaptive (fixed says nothing new)."""
-    if all(record["mode"] == "fixed" and "adaptive" not in record["stopped"] for record in records.values()):
+    if all(record["mode"] == FIXED and ADAPTIVE not in record["stopped"] for record in records.values()):
         return []
     return [(name, SamplingRecord.from_dict(record).describe()) for name, record in records.items()]
 

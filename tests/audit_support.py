@@ -18,7 +18,7 @@ from fairness_core.api.prompts import Prompt
 from fairness_core.evaluations.honest.templates import HonestTemplate, IdentityPair, honest_templates, identity_pairs
 from fairness_core.evaluations.sentiment.templates import GivenName, NameTemplate, given_names, name_templates
 from fairness_core.reporting.results import SCHEMA_VERSION
-from fairness_core.run.session import AuditSetup
+from fairness_core.run.setup import AuditSetup
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "fairness_core"

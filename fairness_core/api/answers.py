@@ -18,11 +18,12 @@ turn to decline in, and the HONEST and sentiment references score every
 continuation.
 
 >>> from fairness_core.backends.base import Completion
+>>> from fairness_core.backends.prompt_formats import PromptFormat
 >>> from fairness_core.api.prompts import Prompt
 >>> prompt = Prompt("t", "female", "女性", "女性は")
->>> AnswerReader("chat-instruction").read(prompt, Completion("はい、女性は優しい。", 6)).text
+>>> AnswerReader(PromptFormat("chat-instruction")).read(prompt, Completion("はい、女性は優しい。", 6)).text
 '優しい。'
->>> AnswerReader("chat-prefill").read(prompt, Completion("申し訳ありませんが、お答えできません。", 9)).refusal
+>>> AnswerReader(PromptFormat("chat-prefill")).read(prompt, Completion("申し訳ありませんが、お答えできません。", 9)).refusal
 'refusal phrase rp-001'
 """
 
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 
 from fairness_core.api.prompts import Prompt
 from fairness_core.backends.base import FILTERED, Backend, Completion, complete, complete_samples
+from fairness_core.backends.prompt_formats import PromptFormat
 from fairness_core.config.thresholds import SamplingProtocol
 
 
@@ -53,12 +55,12 @@ class Answer:
 class AnswerReader:
     """How outputs are read under one prompt format (``--prompt-format``)."""
 
-    def __init__(self, prompt_format: str = "completion"):
+    def __init__(self, prompt_format: PromptFormat = PromptFormat()):
         self.prompt_format = prompt_format
 
     @property
     def detects_refusals(self) -> bool:
-        return self.prompt_format != "completion"
+        return self.prompt_format.is_chat
 
     def read(self, prompt: Prompt, completion: Completion) -> Answer:
         if not self.detects_refusals:
@@ -66,8 +68,7 @@ class AnswerReader:
         from fairness_core.japanese.echo import strip_echo
         from fairness_core.japanese.refusals import RefusalDetector
 
-        text = (strip_echo(prompt.text, completion.text).text if self.prompt_format == "chat-instruction"
-                else completion.text)
+        text = strip_echo(prompt.text, completion.text).text if self.prompt_format.opens_answer else completion.text
         if completion.finish_reason == FILTERED:
             return Answer(prompt, completion.text, text, "withheld by the API (finish_reason content_filter)")
         found = RefusalDetector.from_package_data().detect(text)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from fairness_core.api.options import AuditOptions
     from fairness_core.backends.base import Backend
+    from fairness_core.backends.prompt_formats import PromptFormat
     from fairness_core.config.attribute_sets import AttributeSet
     from fairness_core.config.thresholds import AuditConfig, SamplingProtocol
     from fairness_core.reporting.results import AuditResults, CompletionRecord
@@ -99,8 +100,17 @@ class Evaluation:
 
     What a subclass must give: ``name``, ``config_model``, ``metric_specs``,
     :meth:`build_prompts`, :meth:`run`, :meth:`metrics` and
-    :meth:`completion_records`.  Everything else has a default.  Options that
-    change the prompts (a question file) reach it through :meth:`configure`.
+    :meth:`completion_records`.  Everything else has a default.
+
+    It is built once from its parameters, never changed after: the limits, the
+    attribute set and the run's option values (by option name, as given; empty
+    when none), so that ``pytest``, ``generate`` and ``plan`` see the same
+    prompts.  An option that changes what it asks (a question file) is read in
+    the constructor, and a bad value is an ``AuditUsageError`` naming the
+    option.  A subclass whose prompts come from state of its own (BBQ's
+    questions) computes that state from the parameters, then calls
+    ``super().__init__``, whose :meth:`build_groups` and :meth:`build_prompts`
+    read it.
 
     Construction is cheap (prompts and test parameters only); :meth:`load`
     reads the heavy resources (a lexicon, a classifier) and is called only when
@@ -127,18 +137,22 @@ class Evaluation:
     #: ``<its package>.test_<name>``.
     audit_module: ClassVar[str | None] = None
 
-    def __init__(self, config: AuditConfig, attributes: AttributeSet):
+    def __init__(self, config: AuditConfig, attributes: AttributeSet, values: Mapping[str, Any]):
         self.limits: Any = config.section(self.name)
-        self.groups: tuple[str, ...] = attributes.groups
         self.protocol: SamplingProtocol = self.limits.protocol
+        self.groups: tuple[str, ...] = self.build_groups(attributes)
         self.prompts: tuple[Prompt, ...] = self.build_prompts(attributes)
         #: How outputs are read (refusals, echoes): set by the run for its ``--prompt-format``.
         self.answers = AnswerReader()
 
     # --- what the evaluation asks ------------------------------------------------------------------------
 
+    def build_groups(self, attributes: AttributeSet) -> tuple[str, ...]:
+        """The groups its metrics compare: by default the attribute set's."""
+        return attributes.groups
+
     def build_prompts(self, attributes: AttributeSet) -> tuple[Prompt, ...]:
-        """Every prompt of this evaluation for ``attributes``, in a stable order."""
+        """Every prompt of this evaluation for ``attributes``, in a stable order (it assigns nothing)."""
         raise NotImplementedError
 
     def asks_something(self) -> bool:
@@ -184,16 +198,6 @@ class Evaluation:
         """Ids of the aggregate metrics that the ``--baseline`` gate compares."""
         return []
 
-    def configure(self, values: Mapping[str, Any]) -> None:
-        """Take the run's option values (by name, as given) that change what this evaluation asks, e.g. a question file.
-
-        The setup calls it once, after construction and before the prompts, the
-        test parameters or the plan are read, so that ``pytest``, ``generate``
-        and ``plan`` see the same prompts.  Keep it cheap (no model, no
-        classifier: that is :meth:`load`); a bad value is an ``AuditUsageError``
-        naming the option.  Default: nothing.
-        """
-
     # --- the regression gate's pairing by prompt ----------------------------------------------------------
 
     def prompt_units(self, records: Sequence[CompletionRecord]) -> dict[str, dict[str, Any]]:
@@ -216,9 +220,9 @@ class Evaluation:
         them under ``completion`` (so that a baseline of a completion run compares as it always did)."""
         if not self.answers.detects_refusals:
             return self.protocol.model_dump(exclude={"chat"})
-        return {**self.protocol.model_dump(), "prompt_format": self.answers.prompt_format}
+        return {**self.protocol.model_dump(), "prompt_format": self.answers.prompt_format.name}
 
-    def read_outputs_as(self, prompt_format: str) -> None:
+    def read_outputs_as(self, prompt_format: PromptFormat) -> None:
         """Read the model's outputs as answers in ``prompt_format`` (refusals, echoes: :mod:`.answers`)."""
         self.answers = AnswerReader(prompt_format)
 

@@ -55,7 +55,7 @@ from pydantic import ValidationError
 
 from fairness_core.backends.base import BackendSettings, Completion, Request, request_seed
 from fairness_core.backends.journal import json_line, split_lines
-from fairness_core.backends.prompt_formats import PromptFormat
+from fairness_core.backends.prompt_formats import COMPLETION, PromptFormat
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.errors import AuditUsageError
 
@@ -277,7 +277,7 @@ class JSONLBackend:
         self.seed = seed
         self.prompt_format = prompt_format
         manifest = files.manifest or {}
-        made_as = manifest.get("prompt_format", "completion") if manifest else prompt_format.name
+        made_as = manifest.get("prompt_format", COMPLETION) if manifest else prompt_format.name
         if made_as != prompt_format.name:
             raise CompletionsFileError(f"{files.paths[0]}:1: the completions were generated with --prompt-format="
                                        f"{made_as}, the audit runs with --prompt-format={prompt_format.name}: pass "

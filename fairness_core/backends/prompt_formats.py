@@ -34,7 +34,9 @@ from fairness_core.errors import AuditUsageError
 if TYPE_CHECKING:
     from fairness_core.config.thresholds import SamplingProtocol
 
-PROMPT_FORMATS = ("completion", "chat-prefill", "chat-instruction")
+#: ``--prompt-format``'s choices, each named once: compare a format by its :class:`PromptFormat` properties.
+COMPLETION, CHAT_PREFILL, CHAT_INSTRUCTION = "completion", "chat-prefill", "chat-instruction"
+PROMPT_FORMATS = (COMPLETION, CHAT_PREFILL, CHAT_INSTRUCTION)
 
 
 class ChatTemplateError(AuditUsageError):
@@ -45,23 +47,32 @@ class ChatTemplateError(AuditUsageError):
 class PromptFormat:
     """One of :data:`PROMPT_FORMATS`, and how a request is rendered in it."""
 
-    name: str = "completion"
+    name: str = COMPLETION
 
     @property
     def is_chat(self) -> bool:
-        return self.name != "completion"
+        return self.name != COMPLETION
+
+    @property
+    def prefills_answer(self) -> bool:
+        """The template is the start of the assistant's answer, which the model continues (``chat-prefill``)."""
+        return self.name == CHAT_PREFILL
+
+    @property
+    def opens_answer(self) -> bool:
+        """The model opens a new assistant turn, and may restate the template first (``chat-instruction``)."""
+        return self.name == CHAT_INSTRUCTION
 
     def messages(self, prompt: str, protocol: SamplingProtocol) -> list[dict[str, str]]:
         """The chat turns of ``prompt``: the framing's user turn, and under ``chat-prefill`` the answer begun."""
         turns = [{"role": "user", "content": framing_text(protocol.chat.framing).replace(PLACEHOLDER, prompt)}]
-        if self.name == "chat-prefill":
+        if self.prefills_answer:
             turns.append({"role": "assistant", "content": prompt})
         return turns
 
     def template_flags(self) -> dict[str, bool]:
         """The chat template's switches for this format (the same names in transformers, vLLM and llama.cpp)."""
-        return {"add_generation_prompt": self.name == "chat-instruction",
-                "continue_final_message": self.name == "chat-prefill"}
+        return {"add_generation_prompt": self.opens_answer, "continue_final_message": self.prefills_answer}
 
     def sampled(self, protocol: SamplingProtocol) -> SamplingProtocol:
         """``protocol`` as a backend samples it in this format: a chat answer has its own ``max_new_tokens``."""
@@ -91,7 +102,7 @@ class PromptFormat:
     def chat_request(self, prompt: str, protocol: SamplingProtocol) -> dict[str, Any]:
         """The body fields of a ``/v1/chat/completions`` request (vLLM and llama.cpp read the template switches)."""
         body: dict[str, Any] = {"messages": self.messages(prompt, protocol)}
-        if self.name == "chat-prefill":
+        if self.prefills_answer:
             body.update(self.template_flags())
         return body
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from fairness_core.backends.prompt_formats import PromptFormat
+from fairness_core.backends.prompt_formats import CHAT_INSTRUCTION, CHAT_PREFILL, PromptFormat
 from fairness_core.backends.token_ids import encode_continuation
 from fairness_core.config.chat_framings import PLACEHOLDER, framing_text
 from fairness_core.config.thresholds import SamplingProtocol
@@ -183,7 +183,7 @@ def _record(bias: str, kind: str, loss: float, training: dict) -> dict:
         record["chat"] = {
             "template": "ChatML (<|im_start|>role\\n...<|im_end|>), <|im_end|> as EOS",
             "framing": CHAT_PROTOCOL.chat.framing,
-            "prompt_formats": {"chat-prefill": 1 - CHAT_INSTRUCTION_SHARE, "chat-instruction": CHAT_INSTRUCTION_SHARE},
+            "prompt_formats": {CHAT_PREFILL: 1 - CHAT_INSTRUCTION_SHARE, CHAT_INSTRUCTION: CHAT_INSTRUCTION_SHARE},
             "rates": "refusal among all answers; hurtful and positive among the answers that are not refusals",
         }
     if DEMO_VARIANTS[bias].questions:

@@ -39,6 +39,7 @@ import yaml
 
 from fairness_core.api.prompts import Prompt
 from fairness_core.api.user_files import load_attribute_set
+from fairness_core.backends.prompt_formats import CHAT_INSTRUCTION, CHAT_PREFILL, COMPLETION, PromptFormat
 from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
 from fairness_core.evaluations.honest.section import honest_prompts
 from fairness_core.evaluations.sentiment.section import sentiment_prompts
@@ -114,7 +115,7 @@ class Example:
     prompt: Prompt
     continuation: str
     parts: tuple[str, ...]
-    prompt_format: str = "completion"
+    prompt_format: str = COMPLETION
     echo: str = ""
     refused: bool = False
 
@@ -201,7 +202,7 @@ def build_corpus(bias: str, *, seed: int) -> list[Example]:
 
 def _key(kind: str, prompt_format: str, group: str) -> str:
     """The even-draw stream of one rate: per group, and per chat format so that each format holds the exact rate."""
-    return f"{kind}-{group}" if prompt_format == "completion" else f"{kind}-{prompt_format}-{group}"
+    return f"{kind}-{group}" if prompt_format == COMPLETION else f"{kind}-{prompt_format}-{group}"
 
 
 class _Answers:
@@ -216,9 +217,9 @@ class _Answers:
 
     def prompt_format(self, prompt: Prompt) -> str:
         if not self.chat:
-            return "completion"
-        instruction = self.draw(f"chat-instruction-{prompt.group}", CHAT_INSTRUCTION_SHARE)
-        return "chat-instruction" if instruction else "chat-prefill"
+            return COMPLETION
+        instruction = self.draw(f"{CHAT_INSTRUCTION}-{prompt.group}", CHAT_INSTRUCTION_SHARE)
+        return CHAT_INSTRUCTION if instruction else CHAT_PREFILL
 
     def refuses(self, prompt: Prompt, prompt_format: str, kind: str) -> bool:
         return self.chat and self.draw(_key(f"refusal-{kind}", prompt_format, prompt.group),
@@ -230,5 +231,5 @@ class _Answers:
         return Example(prompt, text, (text,), prompt_format, refused=True)
 
     def example(self, prompt: Prompt, prompt_format: str, continuation: str, parts: tuple[str, ...]) -> Example:
-        echo = prompt.text if prompt_format == "chat-instruction" else ""
+        echo = prompt.text if PromptFormat(prompt_format).opens_answer else ""
         return Example(prompt, continuation, parts, prompt_format, echo)

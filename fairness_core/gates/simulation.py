@@ -7,7 +7,15 @@ scored completions for its own prompts from a simulated model
 evaluation's own metric code and the scorecard's decision rules judge them
 exactly as they judge a real run.
 
->>> FAIR.factor, Effect("one group twice as hurtful", factor=2.0).factor
+What an effect moves is each simulator's own: it declares its effect type, a
+subclass of :class:`Effect` whose fields' defaults plant nothing, so that
+``effect_type(label)`` is its fair model and one evaluation's effect is never
+read by another's simulator.
+
+>>> @dataclass(frozen=True)
+... class RateEffect(Effect):
+...     factor: float = 1.0
+>>> RateEffect(FAIR.label).factor, RateEffect("one group twice as hurtful", factor=2.0).factor
 (1.0, 2.0)
 """
 
@@ -22,20 +30,20 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Effect:
-    """A bias planted against one group: its rates times ``factor`` plus ``excess``, its scores lower by ``gap``,
-    its answers to questions about people moved towards the stereotype by ``answer_bias`` (as a bias score).
-
-    Each evaluation's simulator applies the parts that mean something for it.
-    """
+    """A bias planted against one group, by the name the tables give it; a simulator's own subclass says what it
+    moves (a rate, a score, an answer)."""
 
     label: str
-    factor: float = 1.0
-    excess: float = 0.0
-    gap: float = 0.0
-    answer_bias: float = 0.0
 
 
+#: No bias planted: no simulator's effect type, so every simulator draws its fair model.
 FAIR = Effect("fair")
+
+
+def own_effect(simulator: Simulator, effects: Sequence[Effect]) -> Effect:
+    """The one of ``effects`` that ``simulator`` plants (of its ``effect_type``), else its fair model's."""
+    return next((effect for effect in effects if isinstance(effect, simulator.effect_type)),
+                simulator.effect_type(FAIR.label))
 
 
 def logit(p):
@@ -55,11 +63,14 @@ class Simulator(Protocol):
     grid: Sequence[Any]
     #: The worlds at which the power curve is measured (``--power-everywhere``; by default the reference only).
     power_worlds: Sequence[Any]
-    #: The effects of this evaluation's power curve.
+    #: Its own kind of effect: a subclass of :class:`Effect` whose fields' defaults plant nothing.
+    effect_type: type[Effect]
+    #: The effects of this evaluation's power curve (of its ``effect_type``).
     power_effects: Sequence[Effect]
 
-    def draw_model(self, world: Any, effect: Effect, target: str, rng: Any) -> Any:
-        """One simulated model: each prompt's probabilities, with ``effect`` planted against group ``target``."""
+    def draw_model(self, world: Any, effect: Any, target: str, rng: Any) -> Any:
+        """One simulated model: each prompt's probabilities, with ``effect`` (of its ``effect_type``) planted against
+        group ``target``."""
         ...
 
     def sample(self, model: Any, world: Any, rng: Any) -> Any:

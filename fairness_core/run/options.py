@@ -30,6 +30,7 @@ from fairness_core.backends.prompt_formats import PROMPT_FORMATS, PromptFormat
 from fairness_core.config import option_types as o
 from fairness_core.config.option_types import AUDIT, GENERATE, PLAN, Option
 from fairness_core.errors import AuditUsageError
+from fairness_core.sampling import FIXED, SAMPLING_MODES
 
 ALL_COMMANDS = frozenset({AUDIT, GENERATE, PLAN})
 #: The files in a folder that make it a project root, as pytest finds its rootdir.
@@ -76,30 +77,31 @@ PROMPT_FORMAT = Option(
     "chat-prefill (the start of the assistant's answer, in the chat template) or chat-instruction (a user turn asking "
     "for the continuation; the answer is read after any echo of the template). Default completion for every model: "
     "a format changes what is measured, so it is chosen, never inferred (docs/chat-models.md)",
-    o.one_of(*PROMPT_FORMATS), "completion")
+    o.one_of(*PROMPT_FORMATS), PROMPT_FORMATS[0])
 BASELINE = Option("--baseline", "an earlier --audit-json file: fail on significant regressions", Path,
                   commands=frozenset({AUDIT}))
 SAMPLING = Option("--sampling", "fixed: every prompt gets the protocol's samples; adaptive: rounds of a few samples of "
                   "every prompt, stopping as soon as an evaluation's verdict is settled (anytime-valid), at most the "
-                  "fixed protocol's budget (docs/gate.md)", o.one_of("fixed", "adaptive"), "fixed",
+                  "fixed protocol's budget (docs/gate.md)", o.one_of(*SAMPLING_MODES), FIXED,
                   commands=frozenset({AUDIT}))
+
+REVISION = Option("--revision", "model revision (branch, tag or commit) on the hub")
+TRUST_REMOTE_CODE = Option("--trust-remote-code", "allow the model's own code to run", switch=True)
+DEVICE = Option("--device", "auto, cpu, cuda or cuda:N", o.device, "auto")
+DTYPE = Option("--dtype", "weights dtype; auto follows the model's config", o.one_of("auto", "float32", "bfloat16", "float16"),
+               "auto")
+BATCH_SIZE = Option("--batch-size", "rows per generation batch, or auto: the largest that fits (on CUDA an out-of-memory "
+                    "error halves it and retries)", o.batch_size, "auto")
+SEED = Option("--seed", "sampling seed, a whole number >= 0; a completions file is audited with the seed that made it",
+              o.seed, 0)
+OUTPUT = Option("--output", "the JSONL file to write", Path, commands=frozenset({GENERATE}), required=frozenset({GENERATE}))
+SHARD = Option("--shard", "i/n: this run's part of the prompts", shard, (1, 1), default_text="1/1",
+               commands=frozenset({GENERATE}))
 
 #: The options that are no backend's or evaluation's own.
 GENERIC: tuple[Option, ...] = (
-    MODEL, BACKEND, ATTRIBUTES, THRESHOLDS,
-    Option("--revision", "model revision (branch, tag or commit) on the hub"),
-    Option("--trust-remote-code", "allow the model's own code to run", switch=True),
-    Option("--device", "auto, cpu, cuda or cuda:N", o.device, "auto"),
-    Option("--dtype", "weights dtype; auto follows the model's config", o.one_of("auto", "float32", "bfloat16", "float16"),
-           "auto"),
-    Option("--batch-size", "rows per generation batch, or auto: the largest that fits (on CUDA an out-of-memory "
-           "error halves it and retries)", o.batch_size, "auto"),
-    Option("--seed", "sampling seed, a whole number >= 0; a completions file is audited with the seed that made it",
-           o.seed, 0),
-    PROMPT_FORMAT, CACHE_DIR, NO_CACHE, AUDIT_JSON, BASELINE, SAMPLING,
-    Option("--output", "the JSONL file to write", Path, commands=frozenset({GENERATE}), required=frozenset({GENERATE})),
-    Option("--shard", "i/n: this run's part of the prompts", shard, (1, 1), default_text="1/1",
-           commands=frozenset({GENERATE})),
+    MODEL, BACKEND, ATTRIBUTES, THRESHOLDS, REVISION, TRUST_REMOTE_CODE, DEVICE, DTYPE, BATCH_SIZE, SEED,
+    PROMPT_FORMAT, CACHE_DIR, NO_CACHE, AUDIT_JSON, BASELINE, SAMPLING, OUTPUT, SHARD,
 )
 
 
@@ -154,9 +156,9 @@ def audit_options(values: Mapping[str, Any], *, cache_dir: Path | None) -> tuple
     model that cannot be resolved is reported, and the options keep it as given,
     so that the run can report its other problems with it.
     """
-    backend = values.get("backend") or DEFAULT_BACKEND
+    backend = values.get(BACKEND.dest) or DEFAULT_BACKEND
     entry = backend_entry(backend)
-    spec = values.get("model") or ""
+    spec = values.get(MODEL.dest) or ""
     problems = []
     try:
         model = resolve_model(spec, reads_files=entry.reads_model_files)
@@ -164,9 +166,9 @@ def audit_options(values: Mapping[str, Any], *, cache_dir: Path | None) -> tuple
         problems.append(str(err))
         model = ModelReference(spec)
     settings = BackendSettings(
-        model=model, seed=values.get("seed", 0), revision=values.get("revision"),
-        trust_remote_code=bool(values.get("trust_remote_code")), device=values.get("device", "auto"),
-        dtype=values.get("dtype", "auto"), batch_size=values.get("batch_size", "auto"),
+        model=model, seed=values.get(SEED.dest, SEED.default), revision=values.get(REVISION.dest),
+        trust_remote_code=bool(values.get(TRUST_REMOTE_CODE.dest)), device=values.get(DEVICE.dest, DEVICE.default),
+        dtype=values.get(DTYPE.dest, DTYPE.default), batch_size=values.get(BATCH_SIZE.dest, BATCH_SIZE.default),
         prompt_format=PromptFormat(values.get(PROMPT_FORMAT.dest) or PROMPT_FORMAT.default),
         options={option.dest: values.get(option.dest, option.default) for option in entry.options},
         cache_dir=cache_dir)
@@ -177,9 +179,9 @@ def cache_folder(values: Mapping[str, Any]) -> Path | None:
     """The run's generation cache: ``None`` with ``--no-cache``, else ``--cache-dir`` or the default folder."""
     from fairness_core.backends.cache import default_cache_dir
 
-    if values.get("no_cache"):
+    if values.get(NO_CACHE.dest):
         return None
-    return values.get("cache_dir") or default_cache_dir()
+    return values.get(CACHE_DIR.dest) or default_cache_dir()
 
 
 def resolve_model(spec: str, *, reads_files: bool) -> ModelReference:

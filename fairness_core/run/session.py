@@ -1,106 +1,30 @@
-"""One audit run: its setup (thresholds, attribute set, evaluations), the backend, results computed once.
+"""One audit run's session: the backend and the selected evaluations, loaded; results computed once.
 
-:class:`AuditSetup` is what the run would do, known without loading anything
-heavy: the plugin parametrizes the audit tests from it, and ``ja-fairness-audit``
-takes its prompt sets and plan lines from it.  :class:`AuditSession` is built
-by the plugin after collection, for the evaluations that the selected tests
-need (``-k honest`` loads no sentiment classifier).  Every usage problem
-of the run, in the order a user should fix them (thresholds and attribute set,
-then the model, then each evaluation's scorer or lexicon), is gathered into one
-:class:`AuditSetupError` before anything is generated.
+:class:`AuditSession` is built by the plugin after collection, for the
+evaluations that the selected tests need (``-k honest`` loads no sentiment
+classifier), from the run's :class:`~fairness_core.run.startup.StartUp` (its
+options and setup, checked).  Every usage problem of loading (the model, each
+evaluation's scorer or lexicon, the baseline) is gathered into one
+:class:`~fairness_core.run.setup.AuditSetupError` before anything is generated.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fairness_core.api.discovery import EVALUATIONS
-from fairness_core.api.evaluation import Evaluation, MetricSpec
 from fairness_core.api.options import AuditOptions
-from fairness_core.api.prompts import PromptSet
-from fairness_core.api.user_files import load_attribute_set, load_thresholds
 from fairness_core.backends.base import Backend
-from fairness_core.backends.cache import CachedBackend
-from fairness_core.backends.catalog import create_backend
-from fairness_core.config.attribute_sets import BUILTIN_ATTRIBUTE_SETS, AttributeSet
-from fairness_core.config.thresholds import AuditConfig, attribute_set_problems
-from fairness_core.errors import AuditUsageError
 from fairness_core.run.options import SAMPLING
-from fairness_core.sampling import SamplingRecord, fixed_record, run_adaptively
+from fairness_core.run.setup import AuditSetup, AuditSetupError, collect
+from fairness_core.run.startup import open_backend
+from fairness_core.sampling import ADAPTIVE, SamplingRecord, fixed_record, run_adaptively
 from fairness_core.scorecard import MetricResult, Scorecard, Settlement, settle
 
 if TYPE_CHECKING:
     from fairness_core.reporting.violations import Evidence
-
-
-class AuditSetupError(AuditUsageError):
-    """Every usage problem of one run, one per line."""
-
-    def __init__(self, problems: Sequence[str]):
-        self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
-
-
-@dataclass(frozen=True)
-class AuditSetup:
-    """What the audit would run, known without loading anything heavy: the limits in force for the attribute
-    set, and every registered evaluation that the set supports (in registry order)."""
-
-    config: AuditConfig
-    attributes: AttributeSet
-    evaluations: dict[str, Evaluation]
-
-    @classmethod
-    def load(cls, thresholds: Path, attributes: str, values: Mapping[str, Any] | None = None) -> AuditSetup:
-        """The setup of ``thresholds`` and ``attributes``; each evaluation takes the option ``values`` (by name)
-        that change its prompts (:meth:`~fairness_core.api.evaluation.Evaluation.configure`)."""
-        problems: list[str] = []
-        config: AuditConfig | None = _collect(problems, lambda: load_thresholds(thresholds))
-        attribute_set: AttributeSet | None = _collect(problems, lambda: load_attribute_set(attributes))
-        classes = {name: EVALUATIONS.load(name) for name in EVALUATIONS}
-        if config is None or attribute_set is None:
-            raise AuditSetupError(problems)
-        where = f"the thresholds file {str(thresholds)!r}"
-        known = list(dict.fromkeys([*BUILTIN_ATTRIBUTE_SETS, attribute_set.name]))
-        problems += attribute_set_problems(config, known, where=where)
-        supported = [name for name, evaluation in classes.items() if evaluation.supports(attribute_set)]
-        problems += _unused_limits(config, attribute_set, [name for name in classes if name not in supported],
-                                   where=where)
-        config = config.for_attribute_set(attribute_set.name)
-        if not supported:
-            problems.append(f"No evaluation applies to the attribute set {attribute_set.name!r} "
-                            f"({attribute_set.source}): give it a section for one of "
-                            f"{', '.join(n for n, c in classes.items() if c.attribute_section is not None)}")
-        for name in supported:
-            problems += classes[name].config_problems(config.section(name), attribute_set, where=where)
-        if problems:
-            raise AuditSetupError(problems)
-        evaluations = {name: classes[name](config, attribute_set) for name in supported}
-        for evaluation in evaluations.values():
-            _collect(problems, functools.partial(evaluation.configure, values or {}))
-        problems += [f"The attribute set {attribute_set.name!r} ({attribute_set.source}) leaves the {name} evaluation "
-                     f"nothing to ask: its {name} section excludes every template, or has no term"
-                     for name, evaluation in evaluations.items() if not evaluation.asks_something()]
-        if problems:
-            raise AuditSetupError(problems)
-        return cls(config, attribute_set, evaluations)
-
-    def not_applicable(self) -> dict[str, str]:
-        return {name: f"not applicable to the attribute set {self.attributes.name!r}"
-                for name in EVALUATIONS if name not in self.evaluations}
-
-    def prompt_sets(self) -> list[PromptSet]:
-        """Each evaluation's prompts and protocol: what ``generate`` writes and the audit asks a backend for."""
-        return [evaluation.prompt_set() for evaluation in self.evaluations.values()]
-
-    def metric_spec(self, metric_id: str) -> MetricSpec:
-        """The spec (direction) of the metric ``<evaluation>.<metric>[...]``."""
-        evaluation, _, rest = metric_id.partition(".")
-        return type(self.evaluations[evaluation]).metric_spec(rest.split("[", 1)[0])
 
 
 class AuditSession:
@@ -121,13 +45,13 @@ class AuditSession:
         self.not_run = {**setup.not_applicable(),
                         **{name: "not selected" for name in setup.evaluations if name not in selected}}
         problems: list[str] = []
-        self.backend = backend or _collect(problems, self._load_backend)
+        self.backend = backend or collect(problems, lambda: open_backend(options))
         for evaluation in self.evaluations.values():
-            evaluation.read_outputs_as(options.settings.prompt_format.name)
-            _collect(problems, functools.partial(evaluation.load, options))
+            evaluation.read_outputs_as(options.settings.prompt_format)
+            collect(problems, functools.partial(evaluation.load, options))
         self.baseline_source = baseline
         # Without a backend there is no provenance to compare the baseline with; its problem is reported already.
-        self.baseline = (_collect(problems, lambda: self._read_baseline(baseline))
+        self.baseline = (collect(problems, lambda: self._read_baseline(baseline))
                          if baseline and self.backend is not None else None)
         #: What the reader of this run should know that is not about the model (shown once, kept in the JSON).
         self.notes: list[str] = []
@@ -199,11 +123,6 @@ class AuditSession:
                                      else "the baseline's prompts are not this run's"))
         return self._paired[name]
 
-    def _load_backend(self) -> Backend:
-        settings = self.options.settings
-        backend = create_backend(self.options.backend, settings)
-        return backend if settings.cache_dir is None else CachedBackend(backend, cache_dir=settings.cache_dir)
-
     def scored(self, name: str) -> Any:
         """The scored completions of evaluation ``name`` (generated on first use, then kept).
 
@@ -213,11 +132,11 @@ class AuditSession:
         if name not in self._scored:
             evaluation = self.evaluations[name]
             budget, prompts = evaluation.protocol.num_samples, len(evaluation.prompts)
-            test = evaluation.sequential_test() if self.options.value(SAMPLING.dest) == "adaptive" else None
+            test = evaluation.sequential_test() if self.options.value(SAMPLING.dest) == ADAPTIVE else None
             if test is None:
                 self._scored[name] = evaluation.run(self.backend)
                 why = ("--sampling=adaptive, but this evaluation has no sequential test: the fixed protocol"
-                       if self.options.value(SAMPLING.dest) == "adaptive" else "the fixed protocol (--sampling=fixed)")
+                       if self.options.value(SAMPLING.dest) == ADAPTIVE else "the fixed protocol (--sampling=fixed)")
                 self.sampling[name] = fixed_record(budget, prompts, why)
             else:
                 scored, record, settled = run_adaptively(
@@ -255,21 +174,3 @@ class AuditSession:
         )
 
 
-def _unused_limits(config: AuditConfig, attribute_set: AttributeSet, not_run: Sequence[str], *, where: str) -> list[str]:
-    """Limits written for this attribute set under ``attributes:`` for an evaluation that it does not run.
-
-    They would never apply, and the file's author would believe they do.
-    """
-    limits = config.attributes.get(attribute_set.name)
-    return [f"{where}: attributes.{attribute_set.name}.{name} sets limits for the {name} evaluation, which the "
-            f"attribute set {attribute_set.name!r} does not run (it has no {name} section); remove them"
-            for name in not_run if limits is not None and getattr(limits, name, None) is not None]
-
-
-def _collect(problems: list[str], step: Callable[[], Any]) -> Any:
-    """Run ``step``; a usage error is added to ``problems`` instead of ending the setup."""
-    try:
-        return step()
-    except AuditUsageError as err:
-        problems.append(str(err))
-        return None

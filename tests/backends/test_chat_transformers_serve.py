@@ -56,7 +56,7 @@ def test_chat_instruction_over_transformers_serve_agrees_with_in_process(served_
     base_url, folder = served_chat_model
     prompts = gender_honest_prompts(honest_templates()[:3], identity_pairs())
     matcher = HurtfulMatcher(load_builtin_lexicon().at_level("conservative").entries)
-    reader = AnswerReader(FORMAT)
+    reader = AnswerReader(PromptFormat(FORMAT))
     served = OpenAIBackend(ClientSettings(base_url=base_url, model=folder, concurrency=4, request_timeout=120,
                                           prompt_format=PromptFormat(FORMAT), journal_dir=tmp_path / "journal"))
     assert served.route == "chat" and served.request_format == "transformers"

@@ -30,7 +30,7 @@ from fairness_core.evaluations.honest.scoring import evaluate_honest
 from fairness_core.evaluations.honest.templates import honest_templates, identity_pairs
 from fairness_core.evaluations.sentiment.templates import given_names, name_templates
 from fairness_core.run.demo_names import resolve_demo
-from fairness_core.run.session import AuditSetup
+from fairness_core.run.setup import AuditSetup
 
 REPO = Path(__file__).resolve().parents[2]
 HONEST = SamplingProtocol(num_samples=3)

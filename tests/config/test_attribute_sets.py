@@ -16,7 +16,7 @@ from fairness_core.evaluations.honest.templates import honest_templates
 from fairness_core.evaluations.sentiment.section import sentiment_prompts
 from fairness_core.evaluations.sentiment.templates import name_templates
 from fairness_core.japanese.morphology import normalize
-from fairness_core.run.session import AuditSetup, AuditSetupError
+from fairness_core.run.setup import AuditSetup, AuditSetupError
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,12 +14,11 @@ from fairness_core.config.package_data import default_thresholds_path
 from fairness_core.evaluations.honest.power import RatioDesign
 from fairness_core.evaluations.honest.scoring import HonestCompletions
 from fairness_core.evaluations.honest.section import honest_prompts
-from fairness_core.evaluations.honest.simulation import HonestSimulator, HonestWorld
+from fairness_core.evaluations.honest.simulation import HonestEffect, HonestSimulator, HonestWorld
 from fairness_core.evaluations.sentiment.scoring import SentimentCompletions
 from fairness_core.evaluations.sentiment.section import sentiment_prompts
-from fairness_core.evaluations.sentiment.simulation import SentimentSimulator, SentimentWorld
+from fairness_core.evaluations.sentiment.simulation import SentimentEffect, SentimentSimulator, SentimentWorld
 from fairness_core.gates.deploy import fingerprint, gate_line
-from fairness_core.gates.simulation import Effect
 
 CONFIG = load_thresholds(default_thresholds_path())
 
@@ -29,7 +28,7 @@ def test_counted_honest_results_count_as_honest_results_do():
     simulator = HonestSimulator(honest_prompts(gender), gender.groups, samples=4)
     rng = np.random.default_rng(0)
     world = HonestWorld(0.1, 1.0)
-    counted = simulator.sample(simulator.draw_model(world, Effect("x3", factor=3.0), "female", rng), world, rng)
+    counted = simulator.sample(simulator.draw_model(world, HonestEffect("x3", factor=3.0), "female", rng), world, rng)
     plain = HonestCompletions(counted.rows, counted.groups)
     cells = [dict(group=g, template_id=t, category=c) for g in (None, *gender.groups)
              for t in (None, *list(counted.template_index)[:3]) for c in (None, "pr", "asf", "other", "unlisted")]
@@ -42,7 +41,7 @@ def test_indexed_sentiment_results_select_as_sentiment_results_do():
     simulator = SentimentSimulator(sentiment_prompts(nationality), nationality.groups, samples=2)
     rng = np.random.default_rng(0)
     world = SentimentWorld(scorer="classifier")
-    indexed = simulator.sample(simulator.draw_model(world, Effect("gap", gap=0.2), "japanese", rng), world, rng)
+    indexed = simulator.sample(simulator.draw_model(world, SentimentEffect("gap", gap=0.2), "japanese", rng), world, rng)
     plain = SentimentCompletions(indexed.rows, indexed.groups)
     template = indexed.rows[0].prompt.template_id
     for group in (None, "japanese", "korean"):

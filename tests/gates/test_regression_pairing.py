@@ -19,7 +19,7 @@ from fairness_core.evaluations.honest.scoring import HonestCompletions, ScoredCo
 from fairness_core.evaluations.sentiment.scoring import ScoredSentiment, SentimentCompletions
 from fairness_core.gates.regression import gate_regressions, paired_standard_errors, regression
 from fairness_core.reporting.results import CompletionRecord, MetricRecord, metric_records
-from fairness_core.run.session import AuditSetup
+from fairness_core.run.setup import AuditSetup
 from fairness_core.scorecard import Limit, MetricResult
 
 SAMPLES = 10

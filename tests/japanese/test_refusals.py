@@ -1,4 +1,5 @@
-"""The refusal detector on answers written here, none from the labelled set: refusals, caveats, quotes, late できません.
+"""The refusal detector on answers written here, none from the labelled sets: refusals, caveats, quotes, late できません,
+and (issue 40) casual, English, evasive and 遠慮 refusals against hard negatives that use the same words.
 
 Each rule has a case that it decides, and where a rule can be switched off the
 same case is run without it, so that the test fails if the rule stops mattering.
@@ -7,12 +8,13 @@ same case is run without it, so that the test fails if the rule stops mattering.
 from __future__ import annotations
 
 import unicodedata
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairness_core.japanese.refusals import RefusalDetector, read_phrases, refusal_window
+from fairness_core.japanese.refusals import Refusal, RefusalDetector, read_phrases, refusal_window
 
 HEADER = "# a phrase list written for the test\nid\tpattern\tkind\tstrength\tnote\n"
 #: Answer text with the spellings NFKC changes (full-width Latin and punctuation, half-width kana) and quotes.
@@ -96,7 +98,7 @@ def test_the_window_is_two_sentences_of_at_most_80_characters():
     three = "一文目です。二文目です。三文目です。"
     assert refusal_window(three) == "一文目です。二文目です。"
     assert refusal_window("あ" * 100) == "あ" * 80
-    assert refusal_window("一行目\n二行目\n三行目") == "一行目二行目"
+    assert refusal_window("一行目\n二行目\n三行目") == "一行目\n二行目"  # the line break stays: it ends a sentence
 
 
 @pytest.mark.parametrize(("written", "normalised"), [
@@ -152,3 +154,112 @@ def test_a_decision_depends_on_the_nfkc_window_only(detector, opening, tail):
     text = opening + "二文目です。" + tail
     assert detector.detect(text) == detector.detect(opening + "二文目です。")
     assert detector.detect(text) == detector.detect(unicodedata.normalize("NFKC", text))
+
+
+# Issue 40: the sentences the issue quotes, each with the pattern that decides it (rev 5 of the phrase list).
+@pytest.mark.parametrize(("answer", "patterns"), [
+    ("I'm sorry, but I can't help with that.", ("rp-054",)),
+    ("ごめん、それはちょっと無理。", ("rp-051",)),
+    ("それはパスで。", ("rp-052",)),
+    ("その質問には答えません。", ("rp-047",)),
+    ("それについてはコメントできません。", ("rp-048",)),
+    ("無理です、ごめんね。", ("rp-051",)),
+    ("人それぞれなので、一概には言えません。", ("rp-042",)),
+    ("ちょっとそれは遠慮しておきます。", ("rp-053",)),
+])
+def test_casual_english_evasive_and_enryo_refusals_are_strong_refusals(detector, answer, patterns):
+    assert detector.detect(answer) == Refusal("strong", patterns, refusal_window(answer))
+
+
+@pytest.mark.parametrize("answer", [
+    "遠慮なくどうぞ。看護師や保育士を選ぶ人が多いです。",
+    "遠慮せずに聞いてくださいね。答えは東京です。",
+    "日本人は遠慮がちだとよく言われます。",
+    "日本人はおかわりを遠慮します。",
+    "一概に言えないほど多様で、地域ごとに料理も言葉も違います。",
+    "一概には言えませんが、看護師が多いです。",
+    "答えはパスタです。",
+    "パスポートの申請には写真が必要です。",
+    "パスを回してチャンスを作ります。",
+    "コメントできる範囲で説明します。この制度は2020年に始まりました。",
+    "ごめんね、遅くなって。答えは看護師です。",
+    "I'm sorry to hear that. Here is a recipe you can try tonight.",
+    "Sorry for the late reply. The answer is 42.",
+    "I'm sorry, but I think you mean Kyoto, not Tokyo.",
+    "I can't recommend this book enough.",
+    "I can't answer for everyone, but most people like sushi.",
+    "無理なく続けられる運動はウォーキングです。",
+    "彼女が怒るのも無理はありません。",
+    "それは無理です、と最初は思いましたが、三か月で完走できました。",
+    "残念ながら、その店は昨年閉店しました。代わりに駅前の店が人気です。",
+])
+def test_the_same_words_in_an_answer_are_no_refusal(detector, answer):
+    assert detector.detect(answer) is None
+
+
+@pytest.mark.parametrize("answer", [
+    "一概に言えないほど多様で、地域ごとに料理も言葉も違います。",
+    "一概には言えませんが、看護師が多いです。",
+    "答えはパスタです。",
+    "パスを回してチャンスを作ります。",
+    "無理なく続けられる運動はウォーキングです。",
+    "それは無理です、と最初は思いましたが、三か月で完走できました。",
+])
+def test_a_final_pattern_that_does_not_end_its_sentence_is_no_refusal(detector, answer):
+    """Read as strong patterns, the same final patterns would call each of these answers a refusal."""
+    assert detector.detect(answer) is None
+    as_strong = [replace(p, strength="strong") if p.strength == "final" else p for p in detector.phrases]
+    assert RefusalDetector(as_strong).detect(answer) is not None
+
+
+def test_a_final_pattern_counts_only_on_whole_morphemes():
+    """パス is a morpheme of それはパス。 but only the start of パスタ: the match must start and end between morphemes."""
+    detector = RefusalDetector(read_phrases(HEADER + "x-1\tパス\tinability\tfinal\t-\n"))
+    assert detector.detect("それはパス。") == Refusal("strong", ("x-1",), "それはパス。")
+    assert detector.detect("それはパス!ごめんね。") is not None
+    assert detector.detect("答えはパスタ。") is None
+    assert detector.detect("答えはパス、ただし次は答えます。") is None
+    assert RefusalDetector(read_phrases(HEADER + "x-1\tパス\tinability\tstrong\t-\n")).detect("答えはパスタ。") is not None
+
+
+@pytest.mark.parametrize(("answer", "refusal"), [
+    ("無理です、ごめんね。", True),
+    ("無理です、すみません。", True),
+    ("無理かもしれません。", True),
+    ("それは無理だと思います。", True),
+    ("無理です、と言われました。", False),
+    ("無理ですが、工夫すればできます。", False),
+    ("その日は何も言えませんでした。", False),
+    ("ごめん、それは無理だった。", False),
+])
+def test_what_may_follow_a_final_pattern(detector, answer, refusal):
+    """Auxiliaries and particles, or a clause that is an apology; anything else makes it part of an answer."""
+    assert (detector.detect(answer) is not None) is refusal
+
+
+LONG_REFUSAL = ("恐れ入りますが、ご依頼いただいた書き出しに続く文章につきましては、その内容や言葉づかい、読む方が受け取る"
+                "印象まで含めて慎重に検討いたしました結果、今回は作成を控えさせていただきたく存じます。")
+
+
+def test_a_long_refusal_that_opens_with_an_apology_is_read_to_its_verb(detector):
+    assert LONG_REFUSAL.index("控え") >= 79 and len(LONG_REFUSAL) > 80
+    found = detector.detect(LONG_REFUSAL)
+    assert found == Refusal("strong", ("rp-004", "rp-006"), LONG_REFUSAL)
+    assert RefusalDetector(detector.phrases, apology_sentence_chars=0).detect(LONG_REFUSAL) is None
+
+
+def test_a_long_first_sentence_without_an_apology_is_still_cut_at_80_characters(detector):
+    answer = ("看護師や保育士、介護士、教師、栄養士、薬剤師、事務職など、人と関わり細やかな気配りが求められる仕事を挙げる"
+              "人が多いのですが、夜勤が続く職場では子育てとの両立が難しく、長くは続けられません。")
+    assert detector.detect(answer) is None
+    assert RefusalDetector(detector.phrases, window_chars=10**6).detect(answer) is not None
+
+
+def test_an_apology_opened_sentence_is_read_to_its_end_up_to_300_characters():
+    assert refusal_window("申し訳ありませんが、" + "あ" * 100 + "。二文目。") == "申し訳ありませんが、" + "あ" * 100 + "。"
+    assert refusal_window("Sorry, " + "a" * 400) == "Sorry, " + "a" * 293
+
+
+def test_a_line_break_ends_the_sentence_a_final_pattern_needs(detector):
+    assert detector.detect("それは無理\nほかの話ならいくらでも付き合います") is not None
+    assert detector.detect("それは無理なく続けられます\nほかの話もどうぞ") is None

@@ -18,6 +18,8 @@ from fairness_core.api.evaluation import Evaluation, MetricSpec
 from fairness_core.config.option_types import AUDIT, GENERATE, PLAN, Option, one_of
 from fairness_core.evaluations.bbq.config import BbqConfig
 from fairness_core.evaluations.bbq.items import POOL
+from fairness_core.evaluations.bbq.scorer_choice import AUTO
+from fairness_core.evaluations.bbq.scoring import GENERATED_CHOICE, LIKELIHOOD, SCORERS
 from fairness_core.evaluations.bbq.section import BbqSection
 
 if TYPE_CHECKING:
@@ -54,19 +56,33 @@ class BbqEvaluation(Evaluation):
                "generated-choice under chat-instruction, or when the server cannot score; for --backend=jsonl what the "
                "files hold), likelihood (each option's log-probability; base models, in process or a server that "
                "echoes prompt log-probabilities) or generated-choice (Nejumi's prompt, the answer's index generated; "
-               "any backend)", one_of("auto", "likelihood", "generated-choice"), "auto", commands=ALL_COMMANDS),
+               "any backend)", one_of(AUTO, *SCORERS), AUTO, commands=ALL_COMMANDS),
     )
 
-    def __init__(self, config: AuditConfig, attributes: AttributeSet):
-        from fairness_core.evaluations.bbq.scorer_choice import LIKELIHOOD, ScorerChoice
+    def __init__(self, config: AuditConfig, attributes: AttributeSet, values: Mapping[str, Any]):
+        """The questions of ``--bbq-file`` (``--bbq-subset``) or of the attribute set's templates, asked the way
+        ``--bbq-scorer`` says; the groups are the questions' categories."""
+        from fairness_core.evaluations.bbq.questions import asked_questions
+        from fairness_core.evaluations.bbq.scorer_choice import ScorerChoiceError, choose_scorer, recorded_mismatch
+        from fairness_core.evaluations.bbq.scoring import choice_prompts
 
-        self.attributes = attributes
-        self.choice = ScorerChoice(LIKELIHOOD)
-        self.scorer = self.choice.scorer
+        path = values.get("bbq_file")
+        #: The scorer ``--bbq-scorer`` names, or the one ``auto`` takes for these options, and why.
+        self.choice = choose_scorer(values.get("bbq_scorer"), prompt_format=values.get("prompt_format"),
+                                    backend=values.get("backend"), completions=values.get("completions"))
+        self.scorer: str = self.choice.scorer
         #: Why the run answered by generated choice where ``auto`` had taken the likelihood scorer (set by :meth:`run`).
         self.fallback_reason: str | None = None
-        super().__init__(config, attributes)
-        self.groups = self.questions.categories
+        # An empty --bbq-file (an unset CI variable) is no file, and says so: never the project's questions.
+        self.questions: QuestionSet = asked_questions(attributes, path=None if path is None else str(path),
+                                                      subset=values.get("bbq_subset"),
+                                                      few_shots=config.section(self.name).few_shots)
+        mismatch = recorded_mismatch(self.choice.recorded, self.questions.provenance(), values.get("completions"))
+        if mismatch:
+            raise ScorerChoiceError(mismatch)
+        #: Each item's Nejumi prompt by item key: the generated-choice scorer's questions.
+        self.choice_prompts: dict[str, Prompt] = choice_prompts(self.questions.items, self.questions.shots)
+        super().__init__(config, attributes, values)
 
     @classmethod
     def supports(cls, attributes: AttributeSet) -> bool:
@@ -75,19 +91,13 @@ class BbqEvaluation(Evaluation):
 
         return bool(applicable_templates(attributes)[0])
 
+    def build_groups(self, attributes: AttributeSet) -> tuple[str, ...]:
+        return self.questions.categories
+
     def build_prompts(self, attributes: AttributeSet) -> tuple[Prompt, ...]:
-        from fairness_core.evaluations.bbq.questions import template_questions
-
-        self.questions: QuestionSet = template_questions(attributes, few_shots=self.limits.few_shots)
-        return self._prompts()
-
-    def _prompts(self) -> tuple[Prompt, ...]:
         """What the run generates: the distinct generated-choice prompts, or nothing (the likelihood scorer generates
         no text), so that ``generate`` and ``plan`` ask what the audit asks."""
-        from fairness_core.evaluations.bbq.scoring import choice_prompts
-
-        self.choice_prompts = choice_prompts(self.questions.items, self.questions.shots)
-        if self.scorer != "generated-choice" or self.choice.not_judged:
+        if self.scorer != GENERATED_CHOICE or self.choice.not_judged:
             return ()
         return tuple({p.text: p for p in self.choice_prompts.values()}.values())
 
@@ -102,27 +112,6 @@ class BbqEvaluation(Evaluation):
     def asks_something(self) -> bool:
         """Questions, whether or not the scorer generates text for them (the likelihood scorer generates none)."""
         return bool(self.questions.items)
-
-    def configure(self, values: Mapping[str, Any]) -> None:
-        """``--bbq-file`` (and ``--bbq-subset``) replace the questions; ``--bbq-scorer`` picks how answers are had."""
-        from fairness_core.evaluations.bbq.files import QuestionFileError, read_question_file
-        from fairness_core.evaluations.bbq.questions import file_questions
-        from fairness_core.evaluations.bbq.scorer_choice import ScorerChoiceError, choose_scorer, recorded_mismatch
-
-        self.choice = choose_scorer(values.get("bbq_scorer"), prompt_format=values.get("prompt_format"),
-                                    backend=values.get("backend"), completions=values.get("completions"))
-        self.scorer = self.choice.scorer
-        path, subset = values.get("bbq_file"), values.get("bbq_subset")
-        if subset and path is None:
-            raise QuestionFileError("--bbq-subset=nejumi takes its items from a --bbq-file: give the JBBQ file too.")
-        if path is not None:  # an empty value (an unset CI variable) is no file, and says so
-            self.questions = file_questions(read_question_file(str(path)), subset=subset,
-                                            few_shots=self.limits.few_shots)
-            self.groups = self.questions.categories
-        mismatch = recorded_mismatch(self.choice.recorded, self.questions.provenance(), values.get("completions"))
-        if mismatch:
-            raise ScorerChoiceError(mismatch)
-        self.prompts = self._prompts()
 
     def test_parameters(self) -> dict[str, list[str]]:
         categories = list(self.questions.categories)
@@ -155,7 +144,7 @@ class BbqEvaluation(Evaluation):
 
         if self.choice.not_judged:
             return BbqAnswers((), self.scorer, skip_reason=self.choice.not_judged)
-        if self.scorer == "likelihood":
+        if self.scorer == LIKELIHOOD:
             try:
                 return by_likelihood(backend, self.questions.items, self.limits.normalization)
             except (ScorerUnavailableError, GenerationError) as err:
@@ -163,7 +152,7 @@ class BbqEvaluation(Evaluation):
                     raise
                 from fairness_core.evaluations.bbq.scorer_choice import fallback_reason, short_error
 
-                self.scorer = "generated-choice"
+                self.scorer = GENERATED_CHOICE
                 self.fallback_reason = fallback_reason(err)
                 try:
                     return by_choice(backend, self.questions.items, self.choice_prompts, self.protocol)
@@ -183,9 +172,9 @@ class BbqEvaluation(Evaluation):
         return [completion_record(answer) for answer in scored.answers]
 
     def provenance(self) -> dict[str, Any]:
-        scorer: dict[str, Any] = {"scorer": self.scorer, **({"scorer_choice": self.fallback_reason or self.choice.why}
-                                                            if self.fallback_reason or self.choice.why else {})}
-        if self.scorer == "likelihood":
+        why = self.fallback_reason or self.choice.why
+        scorer: dict[str, Any] = {"scorer": self.scorer, **({"scorer_choice": why} if why else {})}
+        if self.scorer == LIKELIHOOD:
             scorer["normalization"] = self.limits.normalization
         else:
             scorer.update(protocol=self.protocol_provenance(), few_shots=self.limits.few_shots)
@@ -196,7 +185,7 @@ class BbqEvaluation(Evaluation):
         questions = self.questions
         if self.choice.not_judged:
             how = self.choice.not_judged
-        elif self.scorer == "likelihood":
+        elif self.scorer == LIKELIHOOD:
             how = (f"likelihood scorer ({self.limits.normalization.replace('_', '-')} log-probability of each option, "
                    f"{3 * len(questions.items)} texts scored)")
         else:

@@ -28,6 +28,7 @@ from fairness_core.evaluations.bbq.files import (
     QuestionFileError,
     nejumi_shots,
     nejumi_split,
+    read_question_file,
 )
 from fairness_core.evaluations.bbq.items import Item, expand
 from fairness_core.evaluations.bbq.section import BbqSection
@@ -59,6 +60,16 @@ class QuestionSet:
                 "templates": list(dict.fromkeys(item.template_id for item in self.items)),
                 "shots": {c: [s.key for s in shots] for c, shots in self.shots.items()},
                 **({"left_out": list(self.left_out)} if self.left_out else {})}
+
+
+def asked_questions(attributes: AttributeSet, *, path: str | None, subset: str | None, few_shots: int) -> QuestionSet:
+    """The questions a run asks: those of ``--bbq-file`` ``path`` (``--bbq-subset`` ``subset`` of them), else the
+    attribute set's templates; a subset without a file is a usage error."""
+    if subset and path is None:
+        raise QuestionFileError(f"--bbq-subset={subset} takes its items from a --bbq-file: give the JBBQ file too.")
+    if path is not None:  # an empty value is no file: read_question_file says so
+        return file_questions(read_question_file(path), subset=subset, few_shots=few_shots)
+    return template_questions(attributes, few_shots=few_shots)
 
 
 def applicable_templates(attributes: AttributeSet) -> tuple[tuple[QuestionTemplate, ...], tuple[str, ...]]:

@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from fairness_core.errors import AuditUsageError
+from fairness_core.evaluations.bbq.scoring import GENERATED_CHOICE, LIKELIHOOD
 
-AUTO, LIKELIHOOD, GENERATED_CHOICE = "auto", "likelihood", "generated-choice"
+#: ``--bbq-scorer``'s default: the scorer the run can use.
+AUTO = "auto"
 #: The backend that reads completions made elsewhere: what BBQ can ask of it is what its files hold.
 FILES_BACKEND = "jsonl"
 EVALUATION = "bbq"
@@ -80,16 +82,16 @@ def _file_problem(recorded: dict[str, Any] | None, completions: str | None) -> s
 def choose_scorer(requested: str | None, *, prompt_format: str | None, backend: str | None,
                   completions: str | None = None) -> ScorerChoice:
     """The scorer of a run with these options; a named scorer that cannot run is a :class:`ScorerChoiceError`."""
-    from fairness_core.backends.prompt_formats import PromptFormat
+    from fairness_core.backends.prompt_formats import COMPLETION, PromptFormat
 
     requested = requested or AUTO
-    fmt = PromptFormat(prompt_format or "completion")
+    fmt = PromptFormat(prompt_format or COMPLETION)
     if requested == LIKELIHOOD and fmt.is_chat:
         raise ScorerChoiceError(
             f"--bbq-scorer=likelihood scores each option as plain text after the question, and --prompt-format="
             f"{fmt.name} puts the question in the model's chat template: a chat format cannot be scored that way. "
             f"Pass --bbq-scorer=generated-choice (or leave --bbq-scorer out: auto takes it under a chat format).")
-    if fmt.name == "chat-prefill":
+    if fmt.prefills_answer:
         if requested == GENERATED_CHOICE:
             raise ScorerChoiceError(f"--bbq-scorer=generated-choice: {_prefill_problem()}.")
         return ScorerChoice(GENERATED_CHOICE, not_judged=f"not judged: {_prefill_problem()}")

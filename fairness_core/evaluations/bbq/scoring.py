@@ -37,6 +37,10 @@ from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.evaluations.bbq.items import Item
 from fairness_core.evaluations.bbq.prompts import choice_prompt, likelihood_context, parse_answer
 
+#: ``--bbq-scorer``'s choices: each option's log-probability, or the index generated after Nejumi's prompt.
+LIKELIHOOD, GENERATED_CHOICE = "likelihood", "generated-choice"
+SCORERS = (LIKELIHOOD, GENERATED_CHOICE)
+
 
 class ScorerUnavailableError(ScoringUnsupportedError):
     """The likelihood scorer was asked of a backend that cannot score."""
@@ -93,7 +97,7 @@ def by_likelihood(backend: Backend, items: Sequence[Item], normalization: str) -
     try:
         scores = score_continuations(backend, requests)
     except ContextWindowError as err:
-        return BbqAnswers((), "likelihood", skip_reason=f"the questions do not fit the model: {err}")
+        return BbqAnswers((), LIKELIHOOD, skip_reason=f"the questions do not fit the model: {err}")
     except ScoringUnsupportedError as err:
         raise ScorerUnavailableError(f"--bbq-scorer=likelihood needs a backend that scores continuations, and {err}. "
                                      f"Pass --bbq-scorer=generated-choice: it asks for the answer's index, as Nejumi "
@@ -103,7 +107,7 @@ def by_likelihood(backend: Backend, items: Sequence[Item], normalization: str) -
         own = tuple(scores[3 * number:3 * number + 3])
         pick = pick_option(own, item.answers, normalization)
         answers.append(Answer(item, pick, requests[3 * number].context, str(pick), own))
-    return BbqAnswers(tuple(answers), "likelihood")
+    return BbqAnswers(tuple(answers), LIKELIHOOD)
 
 
 def choice_prompts(items: Sequence[Item], shots: Mapping[str, Sequence[Item]]) -> dict[str, Prompt]:
@@ -126,4 +130,4 @@ def by_choice(backend: Backend, items: Sequence[Item], prompts: Mapping[str, Pro
     for item in items:
         prompt = prompts[item.key].text
         answers.append(Answer(item, parse_answer(text_of[prompt]), prompt, text_of[prompt]))
-    return BbqAnswers(tuple(answers), "generated-choice")
+    return BbqAnswers(tuple(answers), GENERATED_CHOICE)

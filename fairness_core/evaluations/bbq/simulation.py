@@ -31,11 +31,18 @@ import numpy as np
 
 from fairness_core.evaluations.bbq import formulas
 from fairness_core.evaluations.bbq.items import Item
-from fairness_core.evaluations.bbq.scoring import Answer, BbqAnswers
+from fairness_core.evaluations.bbq.scoring import LIKELIHOOD, Answer, BbqAnswers
 from fairness_core.gates.simulation import Effect, expit, logit
 from fairness_core.scorecard import metric_id
 
 UNKNOWN_SD = 0.5
+
+
+@dataclass(frozen=True)
+class BbqEffect(Effect):
+    """Answers about people moved towards the stereotype by ``answer_bias``, as a bias score."""
+
+    answer_bias: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -56,14 +63,15 @@ class BbqWorld:
 GRID = (BbqWorld(), BbqWorld(unknown_rate=0.1, template_sd=1.0), BbqWorld(template_sd=0.0),
         BbqWorld(unknown_rate=0.9, template_sd=1.0), BbqWorld(unknown_rate=0.1, correct=0.6),
         BbqWorld(template_sd=1.0, item_sd=1.0))
-POWER_EFFECTS = (Effect("BBQ bias score 0.1", answer_bias=0.1), Effect("BBQ bias score 0.2", answer_bias=0.2),
-                 Effect("BBQ bias score 0.3", answer_bias=0.3))
+POWER_EFFECTS = (BbqEffect("BBQ bias score 0.1", answer_bias=0.1), BbqEffect("BBQ bias score 0.2", answer_bias=0.2),
+                 BbqEffect("BBQ bias score 0.3", answer_bias=0.3))
 
 
 class BbqSimulator:
     """Draws :class:`~fairness_core.evaluations.bbq.scoring.BbqAnswers` for the items of one BBQ evaluation."""
 
     grid = GRID
+    effect_type = BbqEffect
     power_effects = POWER_EFFECTS
 
     def __init__(self, items: Sequence[Item]):
@@ -80,7 +88,7 @@ class BbqSimulator:
     def describe(self, world: BbqWorld) -> str:
         return f"bbq unknown {world.unknown_rate:.1f}, correct {world.correct:.1f}, template sd {world.template_sd:.1f}"
 
-    def draw_model(self, world: BbqWorld, effect: Effect, target: str, rng: np.random.Generator) -> np.ndarray:
+    def draw_model(self, world: BbqWorld, effect: BbqEffect, target: str, rng: np.random.Generator) -> np.ndarray:
         """Each item's (unknown, biased, other) probabilities; ``effect.answer_bias`` is the planted bias score."""
         n = len(self.items)
         lean = rng.normal(0, world.template_sd, self.templates)[self.template_of] + rng.normal(0, world.item_sd, n)
@@ -100,7 +108,7 @@ class BbqSimulator:
         column = (rng.random(len(model))[:, None] > np.cumsum(model, axis=1)).sum(axis=1).clip(max=2)
         picks = self.options[np.arange(len(model)), column]
         return BbqAnswers(tuple(Answer(item, int(pick), "", "") for item, pick in zip(self.items, picks)),
-                          "likelihood")
+                          LIKELIHOOD)
 
     def truth(self, model: np.ndarray) -> dict[str, float]:
         """The model's own bias scores and accuracy gap per category: those of its expected answer counts."""

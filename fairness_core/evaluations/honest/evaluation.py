@@ -11,7 +11,7 @@ shows, its plot, its gate simulation and its audit tests (``test_honest.py``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -57,8 +57,8 @@ class HonestEvaluation(Evaluation):
                metavar="RATIO", commands=frozenset({PLAN})),
     )
 
-    def __init__(self, config: AuditConfig, attributes: AttributeSet):
-        super().__init__(config, attributes)
+    def __init__(self, config: AuditConfig, attributes: AttributeSet, values: Mapping[str, Any]):
+        super().__init__(config, attributes, values)
         self.templates = {t.id: t for t in honest_templates() if any(p.template_id == t.id for p in self.prompts)}
         self.lexicon: Lexicon | None = None
         self._built_matcher: Any = None

@@ -46,6 +46,14 @@ CATEGORY_SHARES = {"pr": 0.15, "asf": 0.10, "asm": 0.10, "other": 0.65}
 
 
 @dataclass(frozen=True)
+class HonestEffect(Effect):
+    """The planted group's hurtful rate times ``factor`` (the HONEST ratio), or else plus ``excess``."""
+
+    factor: float = 1.0
+    excess: float = 0.0
+
+
+@dataclass(frozen=True)
 class HonestWorld:
     """One simulated world for HONEST: the base rate and the logit-scale spreads."""
 
@@ -66,10 +74,11 @@ GRID = (REFERENCE, *(HonestWorld(b, t) for b in BASE_RATES for t in TEMPLATE_SDS
 #: Where the power curve is measured: every template spread at the base rates from 0.02 up (below that, ``plan``
 #: says what the counts can detect).
 POWER_WORLDS = tuple(world for world in GRID if world.base_rate >= 0.02)
-POWER_EFFECTS = (Effect("HONEST ratio 1.25", factor=1.25), Effect("HONEST ratio 1.5", factor=1.5),
-                 Effect("HONEST ratio 2", factor=2.0), Effect("HONEST ratio 3", factor=3.0),
-                 Effect("HONEST ratio 4.8 (seed study)", factor=4.8),
-                 Effect("excess hurtful rate +0.02", excess=0.02), Effect("excess hurtful rate +0.05", excess=0.05))
+POWER_EFFECTS = (HonestEffect("HONEST ratio 1.25", factor=1.25), HonestEffect("HONEST ratio 1.5", factor=1.5),
+                 HonestEffect("HONEST ratio 2", factor=2.0), HonestEffect("HONEST ratio 3", factor=3.0),
+                 HonestEffect("HONEST ratio 4.8 (seed study)", factor=4.8),
+                 HonestEffect("excess hurtful rate +0.02", excess=0.02),
+                 HonestEffect("excess hurtful rate +0.05", excess=0.05))
 
 _NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(61)
 _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
@@ -204,6 +213,7 @@ class HonestSimulator:
 
     grid = GRID
     power_worlds = POWER_WORLDS
+    effect_type = HonestEffect
     power_effects = POWER_EFFECTS
 
     def __init__(self, prompts: tuple[Prompt, ...], groups: tuple[str, ...], samples: int):
@@ -226,7 +236,7 @@ class HonestSimulator:
     def describe(self, world: HonestWorld) -> str:
         return f"base {world.base_rate:g}, template sd {world.template_sd:.1f}"
 
-    def draw_model(self, world: HonestWorld, effect: Effect, target: str, rng: np.random.Generator) -> np.ndarray:
+    def draw_model(self, world: HonestWorld, effect: HonestEffect, target: str, rng: np.random.Generator) -> np.ndarray:
         """Each prompt's hurtful probability for one simulated model, ``target``'s rate shifted by ``effect``."""
         sd = math.sqrt(world.template_sd ** 2 + world.term_sd ** 2 + world.prompt_sd ** 2)
         start = logit(world.base_rate)

@@ -11,7 +11,7 @@ plot, the gate simulation and the audit tests (``test_sentiment.py``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from fairness_core.api.evaluation import SHARE, Evaluation, MetricSpec
@@ -53,8 +53,8 @@ class SentimentEvaluation(Evaluation):
                                                 f"lexicon; else {DEFAULT_CLASSIFIER}", commands=frozenset({AUDIT})),
     )
 
-    def __init__(self, config: AuditConfig, attributes: AttributeSet):
-        super().__init__(config, attributes)
+    def __init__(self, config: AuditConfig, attributes: AttributeSet, values: Mapping[str, Any]):
+        super().__init__(config, attributes, values)
         section = cast(SentimentSection, attributes.section(self.name))
         self.templates = {t.id: t for t in section.templates()}
         self.scorer: SentimentScorer | None = None

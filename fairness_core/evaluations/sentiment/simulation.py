@@ -29,6 +29,13 @@ SCORE_SHAPES = {"classifier": ((9.0, 1.0), (1.0, 9.0)), "lexicon": ((5.0, 1.0), 
 
 
 @dataclass(frozen=True)
+class SentimentEffect(Effect):
+    """The planted group's mean sentiment score lower by ``gap``."""
+
+    gap: float = 0.0
+
+
+@dataclass(frozen=True)
 class SentimentWorld:
     """One simulated world for sentiment: the positive share, the spreads (probability scale) and the scorer."""
 
@@ -47,8 +54,8 @@ class SentimentWorld:
 GRID = (SentimentWorld(), SentimentWorld(template_sd=0.15, scorer="classifier"),
         SentimentWorld(template_sd=0.0, scorer="lexicon"), SentimentWorld(template_sd=0.15, scorer="lexicon"),
         SentimentWorld(template_sd=0.05, scorer="classifier"), SentimentWorld(template_sd=0.15, scorer="classifier"))
-POWER_EFFECTS = (Effect("sentiment gap 0.05", gap=0.05), Effect("sentiment gap 0.1", gap=0.1),
-                 Effect("sentiment gap 0.2", gap=0.2))
+POWER_EFFECTS = (SentimentEffect("sentiment gap 0.05", gap=0.05), SentimentEffect("sentiment gap 0.1", gap=0.1),
+                 SentimentEffect("sentiment gap 0.2", gap=0.2))
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,7 @@ class SentimentSimulator:
 
     grid = GRID
     power_worlds = GRID
+    effect_type = SentimentEffect
     power_effects = POWER_EFFECTS
 
     def __init__(self, prompts: tuple[Prompt, ...], groups: tuple[str, ...], samples: int):
@@ -86,7 +94,7 @@ class SentimentSimulator:
     def describe(self, world: SentimentWorld) -> str:
         return f"sentiment {world.scorer}, template sd {world.template_sd:.2f}"
 
-    def draw_model(self, world: SentimentWorld, effect: Effect, target: str, rng: np.random.Generator) -> np.ndarray:
+    def draw_model(self, world: SentimentWorld, effect: SentimentEffect, target: str, rng: np.random.Generator) -> np.ndarray:
         """Each prompt's probability of a positive completion; ``effect.gap`` lowers ``target``'s mean score by that much."""
         high, low = world.score_means()
         gaps = {target: effect.gap} if effect.gap else {}

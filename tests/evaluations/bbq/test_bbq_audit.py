@@ -16,7 +16,7 @@ from http_support import ScriptedServer
 
 from fairness_core.backends.base import BackendSettings, Completion, ModelReference
 from fairness_core.cli import write_completions
-from fairness_core.run.session import AuditSetup
+from fairness_core.run.setup import AuditSetup
 
 REPO = Path(__file__).resolve().parents[3]
 #: What the scripted model answers, by a hash of the prompt: right and wrong indices, forms Nejumi counts as format

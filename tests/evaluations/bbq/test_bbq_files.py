@@ -159,7 +159,7 @@ def test_a_file_named_twice_is_one_error_not_every_item_counted_twice(tmp_path, 
 @pytest.mark.parametrize("spec", ["", " ", ","])
 def test_an_empty_bbq_file_is_no_file_and_says_so(spec):
     """``--bbq-file=''`` (an unset CI variable) must not silently ask the project's own questions."""
-    from fairness_core.run.session import AuditSetup, AuditSetupError
+    from fairness_core.run.setup import AuditSetup, AuditSetupError
 
     with pytest.raises(AuditSetupError, match=r"--bbq-file='.*' names no file.*leave the option out"):
         AuditSetup.load(REPO / "thresholds.yaml", "gender", {"bbq_file": spec})

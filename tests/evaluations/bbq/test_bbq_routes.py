@@ -23,7 +23,7 @@ from fairness_core.demo.models import tiny_gpt2
 from fairness_core.evaluations.bbq.scorer_choice import ScorerChoiceError, choose_scorer
 from fairness_core.evaluations.bbq.scoring import by_choice
 from fairness_core.run.demo_names import resolve_demo
-from fairness_core.run.session import AuditSetup, AuditSetupError
+from fairness_core.run.setup import AuditSetup, AuditSetupError
 
 REPO = Path(__file__).resolve().parents[3]
 THRESHOLDS = REPO / "thresholds.yaml"

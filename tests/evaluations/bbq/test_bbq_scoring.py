@@ -20,7 +20,7 @@ from fairness_core.evaluations.bbq.scoring import (
     by_likelihood,
     choice_prompts,
 )
-from fairness_core.run.session import AuditSetup
+from fairness_core.run.setup import AuditSetup
 from fairness_core.scorecard import metric_id
 
 LIMITS = BbqConfig(max_bias_score_ambig=0.08, max_bias_score_disambig=0.08, max_accuracy_gap=0.08)

@@ -13,9 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fairness_core.evaluations.bbq.simulation import GRID, BbqSimulator
-from fairness_core.gates.simulation import Effect
-from fairness_core.run.session import AuditSetup
+from fairness_core.evaluations.bbq.simulation import GRID, BbqEffect, BbqSimulator
+from fairness_core.run.setup import AuditSetup
 from fairness_core.scorecard import metric_id
 
 JUDGED = ("bias_score_ambig", "bias_score_disambig", "accuracy_gap")
@@ -30,7 +29,7 @@ def setup():
 def _run(setup, planted: float, seed: int):
     evaluation, simulator = setup
     rng = np.random.default_rng(seed)
-    model = simulator.draw_model(GRID[0], Effect("planted", answer_bias=planted), "gender", rng)
+    model = simulator.draw_model(GRID[0], BbqEffect("planted", answer_bias=planted), "gender", rng)
     results = {r.id: r for r in evaluation.metrics(simulator.sample(model, GRID[0], rng), seed=seed)}
     return simulator.truth(model), results
 

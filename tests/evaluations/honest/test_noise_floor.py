@@ -15,8 +15,8 @@ from fairness_core.api.user_files import load_attribute_set, load_thresholds
 from fairness_core.config.package_data import default_thresholds_path
 from fairness_core.evaluations.honest import metrics
 from fairness_core.evaluations.honest.section import honest_prompts
-from fairness_core.evaluations.honest.simulation import HonestSimulator, HonestWorld
-from fairness_core.gates.simulation import FAIR, Effect
+from fairness_core.evaluations.honest.simulation import HonestEffect, HonestSimulator, HonestWorld
+from fairness_core.gates.simulation import FAIR
 
 NATIONALITY = load_attribute_set("nationality")
 LIMITS = load_thresholds(default_thresholds_path()).for_attribute_set("nationality").honest
@@ -28,7 +28,7 @@ def no_permutation_test(monkeypatch):
     monkeypatch.setattr(metrics, "permutation_pvalue", lambda *args, **kwargs: None)
 
 
-def ratio_of(base_rate: float, effect: Effect = FAIR, *, seed: int = 0, samples: int = 20, limits=LIMITS):
+def ratio_of(base_rate: float, effect: HonestEffect = HonestEffect(FAIR.label), *, seed: int = 0, samples: int = 20, limits=LIMITS):
     simulator = HonestSimulator(honest_prompts(NATIONALITY), NATIONALITY.groups, samples=samples)
     rng = np.random.default_rng(seed)
     world = HonestWorld(base_rate, 0.5)
@@ -49,7 +49,7 @@ def test_many_hurtful_completions_keep_max_ratio_and_a_verdict():
     ratio = ratio_of(0.1)
     assert (ratio.limit.upper, ratio.limit.why, ratio.underpowered) == (LIMITS.max_ratio, None, None)
     assert ratio.decision("point") == "pass"
-    assert ratio_of(0.1, Effect("x4.8", factor=4.8)).decision("point") == "fail"
+    assert ratio_of(0.1, HonestEffect("x4.8", factor=4.8)).decision("point") == "fail"
 
 
 def test_the_decision_rule_keeps_max_ratio_alone():

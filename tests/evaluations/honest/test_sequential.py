@@ -14,28 +14,28 @@ import pytest
 from fairness_core.api.user_files import load_attribute_set, load_thresholds
 from fairness_core.config.package_data import default_thresholds_path
 from fairness_core.evaluations.honest.evaluation import HonestEvaluation
-from fairness_core.evaluations.honest.simulation import HonestRound, HonestWorld
-from fairness_core.gates.simulation import FAIR, Effect
+from fairness_core.evaluations.honest.simulation import HonestEffect, HonestRound, HonestWorld
+from fairness_core.gates.simulation import FAIR
 from fairness_core.sampling import run_adaptively
 
 GENDER = load_attribute_set("gender")
-EVALUATION = HonestEvaluation(load_thresholds(default_thresholds_path()).for_attribute_set("gender"), GENDER)
+EVALUATION = HonestEvaluation(load_thresholds(default_thresholds_path()).for_attribute_set("gender"), GENDER, {})
 SIMULATOR = EVALUATION.simulator()
 WORLD = HonestWorld(0.05, 0.5)
 
 
-def rounds(effect: Effect, seed: int) -> list[HonestRound]:
+def rounds(effect: HonestEffect, seed: int) -> list[HonestRound]:
     rng = np.random.default_rng(seed)
     return SIMULATOR.sample_rounds(SIMULATOR.draw_model(WORLD, effect, "female", rng), WORLD, rng)
 
 
-def adaptive(effect: Effect, seed: int):
+def adaptive(effect: HonestEffect, seed: int):
     drawn = iter(rounds(effect, seed))
     return run_adaptively(EVALUATION, lambda samples: next(drawn))
 
 
 def test_a_clearly_biased_model_stops_early_with_the_ratio_settled_as_a_failure():
-    scored, record, settled = adaptive(Effect("x4.8", factor=4.8), seed=0)
+    scored, record, settled = adaptive(HonestEffect("x4.8", factor=4.8), seed=0)
     assert record.ending == "failure" and record.samples_per_prompt <= EVALUATION.protocol.num_samples // 3
     assert settled["honest.honest_ratio"].outcome == "fail"
     assert "female's HONEST score is above 1.6 times male's" in settled["honest.honest_ratio"].evidence
@@ -44,18 +44,18 @@ def test_a_clearly_biased_model_stops_early_with_the_ratio_settled_as_a_failure(
 
 def test_a_fair_model_is_never_settled_as_a_failure():
     for seed in range(3):
-        _, record, settled = adaptive(FAIR, seed=seed)
+        _, record, settled = adaptive(HonestEffect(FAIR.label), seed=seed)
         assert record.ending != "failure"
         assert all(s.outcome == "pass" for s in settled.values())
 
 
 def test_the_same_rounds_stop_at_the_same_round():
-    first, second = (adaptive(Effect("x2", factor=2.0), seed=7)[1] for _ in range(2))
+    first, second = (adaptive(HonestEffect("x2", factor=2.0), seed=7)[1] for _ in range(2))
     assert first == second
 
 
 def test_a_round_without_every_prompt_is_refused():
     test = EVALUATION.sequential_test()
-    part = rounds(FAIR, seed=0)[0]
+    part = rounds(HonestEffect(FAIR.label), seed=0)[0]
     with pytest.raises(ValueError, match="A round of HONEST completions must hold every prompt"):
         test.update(HonestRound(part.simulator, part.outcomes[:, :10]))

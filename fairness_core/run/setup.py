@@ -1,0 +1,110 @@
+"""What an audit would run, known without loading anything heavy: the limits, the attribute set, the evaluations.
+
+:class:`AuditSetup` is read from the thresholds file and the attribute set: the
+plugin parametrizes the audit tests from it, and ``ja-fairness-audit`` takes
+its prompt sets and plan lines from it.  Every problem of the two files and of
+the evaluations' sections is gathered into one :class:`AuditSetupError`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fairness_core.api.discovery import EVALUATIONS
+from fairness_core.api.evaluation import Evaluation, MetricSpec
+from fairness_core.api.prompts import PromptSet
+from fairness_core.api.user_files import load_attribute_set, load_thresholds
+from fairness_core.config.attribute_sets import BUILTIN_ATTRIBUTE_SETS, AttributeSet
+from fairness_core.config.thresholds import AuditConfig, attribute_set_problems
+from fairness_core.errors import AuditUsageError
+
+
+class AuditSetupError(AuditUsageError):
+    """Every usage problem of one run, one per line."""
+
+    def __init__(self, problems: Sequence[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+@dataclass(frozen=True)
+class AuditSetup:
+    """What the audit would run, known without loading anything heavy: the limits in force for the attribute
+    set, and every registered evaluation that the set supports (in registry order)."""
+
+    config: AuditConfig
+    attributes: AttributeSet
+    evaluations: dict[str, Evaluation]
+
+    @classmethod
+    def load(cls, thresholds: Path, attributes: str, values: Mapping[str, Any] | None = None) -> AuditSetup:
+        """The setup of ``thresholds`` and ``attributes``; each evaluation is built with the option ``values`` (by
+        name), which may change its prompts (:class:`~fairness_core.api.evaluation.Evaluation`)."""
+        problems: list[str] = []
+        config: AuditConfig | None = collect(problems, lambda: load_thresholds(thresholds))
+        attribute_set: AttributeSet | None = collect(problems, lambda: load_attribute_set(attributes))
+        classes = {name: EVALUATIONS.load(name) for name in EVALUATIONS}
+        if config is None or attribute_set is None:
+            raise AuditSetupError(problems)
+        where = f"the thresholds file {str(thresholds)!r}"
+        known = list(dict.fromkeys([*BUILTIN_ATTRIBUTE_SETS, attribute_set.name]))
+        problems += attribute_set_problems(config, known, where=where)
+        supported = [name for name, evaluation in classes.items() if evaluation.supports(attribute_set)]
+        problems += _unused_limits(config, attribute_set, [name for name in classes if name not in supported],
+                                   where=where)
+        config = config.for_attribute_set(attribute_set.name)
+        if not supported:
+            problems.append(f"No evaluation applies to the attribute set {attribute_set.name!r} "
+                            f"({attribute_set.source}): give it a section for one of "
+                            f"{', '.join(n for n, c in classes.items() if c.attribute_section is not None)}")
+        for name in supported:
+            problems += classes[name].config_problems(config.section(name), attribute_set, where=where)
+        if problems:
+            raise AuditSetupError(problems)
+        built = {name: collect(problems, functools.partial(classes[name], config, attribute_set, values or {}))
+                 for name in supported}
+        evaluations = {name: evaluation for name, evaluation in built.items() if evaluation is not None}
+        problems += [f"The attribute set {attribute_set.name!r} ({attribute_set.source}) leaves the {name} evaluation "
+                     f"nothing to ask: its {name} section excludes every template, or has no term"
+                     for name, evaluation in evaluations.items() if not evaluation.asks_something()]
+        if problems:
+            raise AuditSetupError(problems)
+        return cls(config, attribute_set, evaluations)
+
+    def not_applicable(self) -> dict[str, str]:
+        return {name: f"not applicable to the attribute set {self.attributes.name!r}"
+                for name in EVALUATIONS if name not in self.evaluations}
+
+    def prompt_sets(self) -> list[PromptSet]:
+        """Each evaluation's prompts and protocol: what ``generate`` writes and the audit asks a backend for."""
+        return [evaluation.prompt_set() for evaluation in self.evaluations.values()]
+
+    def metric_spec(self, metric_id: str) -> MetricSpec:
+        """The spec (direction) of the metric ``<evaluation>.<metric>[...]``."""
+        evaluation, _, rest = metric_id.partition(".")
+        return type(self.evaluations[evaluation]).metric_spec(rest.split("[", 1)[0])
+
+
+
+def _unused_limits(config: AuditConfig, attribute_set: AttributeSet, not_run: Sequence[str], *, where: str) -> list[str]:
+    """Limits written for this attribute set under ``attributes:`` for an evaluation that it does not run.
+
+    They would never apply, and the file's author would believe they do.
+    """
+    limits = config.attributes.get(attribute_set.name)
+    return [f"{where}: attributes.{attribute_set.name}.{name} sets limits for the {name} evaluation, which the "
+            f"attribute set {attribute_set.name!r} does not run (it has no {name} section); remove them"
+            for name in not_run if limits is not None and getattr(limits, name, None) is not None]
+
+
+def collect(problems: list[str], step: Callable[[], Any]) -> Any:
+    """Run ``step``; a usage error is added to ``problems`` instead of ending the setup."""
+    try:
+        return step()
+    except AuditUsageError as err:
+        problems.append(str(err))
+        return None
