@@ -13,7 +13,14 @@ of the attribute set at the shipped protocol (20 samples a prompt), the
 evaluation with the most refusals to count; sentiment's single sample per
 prompt gives wider intervals and is measured with ``--samples 1``.
 
+``--recognised`` is the share of refusals the reader recognises (each one
+independently; the others are read as answers).  1.0 assumes every refusal is
+seen; a natural refusal cut at a 10-token window is not (docs/chat-models.md:
+the share measured on the labelled refusals, in the window alone and read to
+the sentence end within ``chat.refusal_window``, ``benchmarks/refusal_window.py``).
+
     python benchmarks/refusal_gate.py [--runs 200] [--attributes gender nationality] [--samples 20] [--base-rates ...]
+                                      [--recognised 1.0]
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ def shift_for(rates: np.ndarray, gap: float) -> float:
     return (low + high) / 2
 
 
-def one_run(prompts, groups, limits, base, samples, rng, *, gap=0.0, seed=0) -> bool:
+def one_run(prompts, groups, limits, base, samples, rng, *, gap=0.0, seed=0, recognised=1.0) -> bool:
     templates = sorted({p.template_id for p in prompts})
     template_effect = dict(zip(templates, rng.normal(0, TEMPLATE_SD, len(templates))))
     log_odds = np.array([(logit(base) if base > 0 else -np.inf) + template_effect[p.template_id]
@@ -62,7 +69,7 @@ def one_run(prompts, groups, limits, base, samples, rng, *, gap=0.0, seed=0) -> 
     if gap:
         planted = np.array([p.group == groups[0] for p in prompts])
         rates[planted] = expit(logit(np.clip(rates[planted], 1e-9, 1 - 1e-9)) + shift_for(rates[planted], gap))
-    refused_counts = rng.binomial(samples, rates)
+    refused_counts = rng.binomial(rng.binomial(samples, rates), recognised)  # the refusals the reader sees
     answered, refused = [], []
     for prompt, count in zip(prompts, refused_counts):
         refused += [Answer(prompt, "", "", "simulated")] * int(count)
@@ -78,10 +85,11 @@ def main() -> None:
     parser.add_argument("--attributes", nargs="+", default=["gender", "nationality"])
     parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--base-rates", type=float, nargs="+", default=list(BASE_RATES))
+    parser.add_argument("--recognised", type=float, default=1.0, help="share of refusals the reader recognises")
     args = parser.parse_args()
     config = load_thresholds(default_thresholds_path())
     print(f"refusal gap limit; {args.runs} runs a cell; {args.samples} samples a prompt; template sd {TEMPLATE_SD}, "
-          f"prompt sd {PROMPT_SD}")
+          f"prompt sd {PROMPT_SD}; refusals recognised {args.recognised}")
     for name in args.attributes:
         attributes = load_attribute_set(name)
         limits: RefusalLimits = config.for_attribute_set(name).section("honest").refusals
@@ -93,13 +101,13 @@ def main() -> None:
         for base in args.base_rates:
             started = time.perf_counter()
             rng = np.random.default_rng(int(base * 1000) + 7)
-            fair = sum(one_run(prompts, attributes.groups, limits, base, args.samples, rng, seed=i)
-                       for i in range(args.runs))
+            fair = sum(one_run(prompts, attributes.groups, limits, base, args.samples, rng, seed=i,
+                               recognised=args.recognised) for i in range(args.runs))
             low, high = clopper_pearson(fair, args.runs)
             powers = []
             for gap in GAPS:
-                hits = sum(one_run(prompts, attributes.groups, limits, base, args.samples, rng, gap=gap, seed=i)
-                           for i in range(args.runs))
+                hits = sum(one_run(prompts, attributes.groups, limits, base, args.samples, rng, gap=gap, seed=i,
+                                   recognised=args.recognised) for i in range(args.runs))
                 powers.append(f"{hits / args.runs:.2f}")
             print(f"| {base} | {fair / args.runs:.3f} [{low:.3f}, {high:.3f}] | " + " | ".join(powers)
                   + f" |  ({time.perf_counter() - started:.0f} s)", flush=True)

@@ -150,7 +150,8 @@ def _generate(start: StartUp, setup: AuditSetup) -> int:
 def _plan(start: StartUp, setup: AuditSetup) -> int:
     from fairness_core.gates.deploy import plan_lines
 
-    print(f"thresholds {start.thresholds}")
+    notes = [f"  {note}" for note in setup.config.limits_notes(list(setup.evaluations))]
+    print("\n".join([f"thresholds {start.thresholds}", *notes]))
     print("\n".join(plan_lines(setup.config, setup.attributes.name, setup.evaluations, setup.not_applicable(),
                                start.options)))
     return 0

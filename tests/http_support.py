@@ -21,7 +21,9 @@ normally it works through ``faults``, one per request, in order:
 ``models_status`` (default 200) is the status ``GET /v1/models`` answers, and
 ``models_delay_s`` how long it waits first (a server that takes the connection
 and never answers).  ``answer``, when set, makes the completion text from the
-request body (a scripted model); ``prompt_logprobs``, when set, answers a
+request body (a scripted model), and ``reply``, when set, the whole chat
+message and finish reason (``message.refusal``, a null ``content``, tool calls,
+``reasoning_content``: :func:`chat_body`); ``prompt_logprobs``, when set, answers a
 request with ``echo`` as vLLM does: the prompt back with each character's
 scripted log-probability (``logprobs.token_logprobs``, ``text_offset``); without
 it, ``echo`` is ignored, as by a server that cannot score.
@@ -139,6 +141,15 @@ def completion_body(text: str, *, choices: int = 1, finish_reason: str = "length
     }).encode()
 
 
+def chat_body(message: dict, finish_reason: str) -> bytes:
+    """A ``/chat/completions`` answer holding ``message`` as it is (any of the fields an API sends)."""
+    return json.dumps({
+        "id": "chatcmpl-1", "object": "chat.completion", "model": MODEL,
+        "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": 2, "completion_tokens": 1, "total_tokens": 3},
+    }).encode()
+
+
 def echo_body(prompt: str, logprob_of) -> bytes:
     """vLLM's answer to ``echo`` with ``logprobs`` and ``max_tokens`` 0: the prompt, one token per character."""
     values = [None] + [logprob_of(prompt[:i], prompt[i]) for i in range(1, len(prompt))]
@@ -240,6 +251,8 @@ class ScriptedServer(ServedInThread, ThreadingHTTPServer):
         self.chat_status = 200
         self.paths: list[str] = []
         self.answer = None
+        #: A chat request's body -> (message fields, finish reason): the whole answer, where ``answer`` gives its text.
+        self.reply = None
         self.prompt_logprobs = None
         #: What a scoring request (echo with logprobs) is answered with when not 200: 500, as transformers serve does.
         self.echo_status = 200
@@ -341,6 +354,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(200, completion_body(text, completion_tokens=body["max_tokens"] + 1))
             elif fault == "filtered":
                 self._send(200, completion_body("", finish_reason="content_filter", chat=chat))
+            elif chat and self.server.reply is not None:
+                self._send(200, chat_body(*self.server.reply(body)))
             else:
                 self._send(200, completion_body(text, model=self.server.answer_model, chat=chat))
                 self._count_completion()

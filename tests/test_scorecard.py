@@ -33,7 +33,7 @@ GROUPS = ("female", "male")
 
 
 def config(*, honest: dict | None = None, sentiment: dict | None = None, **top) -> Any:
-    """A valid configuration with round limits, overridden where given."""
+    """A valid configuration with round limits, overridden where given (BBQ's section is the package's)."""
     raw = {
         "honest": {"max_honest_score": {"female": 0.10, "male": 0.10}, "max_template_score": 0.25,
                    "max_ratio": 2.0, "min_hits_for_ratio": 5,
@@ -41,7 +41,6 @@ def config(*, honest: dict | None = None, sentiment: dict | None = None, **top) 
         "sentiment": {"protocol": {"num_samples": 2}, "max_group_distance": 0.10, "max_average_group_fairness": 0.10,
                       "max_template_distance": 0.25, "max_mean_gap": 0.15, "max_counterfactual_distance": 0.30,
                       **(sentiment or {})},
-        "bbq": {"max_bias_score_ambig": 0.08, "max_bias_score_disambig": 0.08, "max_accuracy_gap": 0.08},
         **top,
     }
     return validate_config(raw)

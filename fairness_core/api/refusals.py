@@ -48,23 +48,40 @@ class RefusalLimits(StrictModel):
 
 
 class RefusalCounts:
-    """Refusals and outputs per group and prompt: the bootstrap's and the permutation test's unit is the prompt."""
+    """Refusals, withheld outputs and all outputs per group and prompt: the bootstrap's and the permutation test's
+    unit is the prompt.
 
-    def __init__(self, answered: Iterable[Prompt], refused: Sequence[Answer], groups: Sequence[str]):
-        cells: dict[str, dict[str, list[int]]] = {g: defaultdict(lambda: [0, 0]) for g in groups}
+    Every output counts in its group's total: an answer, a refusal, or one
+    withheld (:attr:`~fairness_core.api.answers.Answer.withheld`), so the
+    refusal rate and the withheld rate share one denominator.
+    """
+
+    def __init__(self, answered: Iterable[Prompt], refused: Sequence[Answer], groups: Sequence[str],
+                 *, withheld: Sequence[Answer] = ()):
+        cells: dict[str, dict[str, list[int]]] = {g: defaultdict(lambda: [0, 0, 0]) for g in groups}
         for prompt in answered:
-            cells[prompt.group][prompt.text][1] += 1
-        for answer in refused:
-            cell = cells[answer.prompt.group][answer.prompt.text]
-            cell[0] += 1
-            cell[1] += 1
+            cells[prompt.group][prompt.text][2] += 1
+        for kind, answers in enumerate((refused, withheld)):
+            for answer in answers:
+                cell = cells[answer.prompt.group][answer.prompt.text]
+                cell[kind] += 1
+                cell[2] += 1
         self.groups = tuple(groups)
-        self.units = {g: [(c[0], c[1]) for c in cells[g].values()] for g in groups}
+        self.units = {g: [(c[0], c[2]) for c in cells[g].values()] for g in groups}
+        #: Per group, each prompt's (withheld, total) outputs.
+        self.withheld_units = {g: [(c[1], c[2]) for c in cells[g].values()] for g in groups}
         self.refused = refused
+        self.withheld = withheld
 
     def totals(self, group: str) -> tuple[int, int]:
+        """(refusals, outputs) of ``group``."""
         units = self.units[group]
         return sum(r for r, _ in units), sum(t for _, t in units)
+
+    def withheld_totals(self, group: str) -> tuple[int, int]:
+        """(withheld outputs, outputs) of ``group``."""
+        units = self.withheld_units[group]
+        return sum(w for w, _ in units), sum(t for _, t in units)
 
 
 def refusal_gap(*groups: Sequence[tuple[int, int]]) -> float:

@@ -32,12 +32,12 @@ def attribute_sections() -> attribute_sets.Sections:
 
 
 def load_thresholds(path: str | Path) -> AuditConfig:
-    """Read and validate a thresholds file, one section per registered evaluation."""
+    """Read and validate a thresholds file, one section per registered evaluation (a missing one is the package's)."""
     return thresholds.read_thresholds(path, sections=threshold_sections())
 
 
 def validate_config(raw: Any, *, source: str = "<thresholds>") -> AuditConfig:
-    """A parsed thresholds file validated, one section per registered evaluation."""
+    """A parsed thresholds file validated, one section per registered evaluation (a missing one is the package's)."""
     return thresholds.validate_thresholds(raw, sections=threshold_sections(), source=source)
 
 

@@ -48,13 +48,23 @@ class Request:
 class Completion:
     """The text generated after the prompt, decoded from the new tokens only.
 
+    ``text`` is the protocol's window (``max_new_tokens``): what the evaluations score.
     ``finish_reason`` is ``"stop"`` (end of sequence) or ``"length"`` (``max_new_tokens``
-    reached) where the engine reports it.
+    reached) where the engine reports it.  ``reading`` is, under a chat format, the
+    answer read on past the window until its opening sentences are complete
+    (within ``chat.refusal_window`` tokens; :mod:`fairness_core.japanese.sentence_reading`):
+    what the refusal reader reads.  ``None`` where nothing was read past the window.
     """
 
     text: str
     num_tokens: int
     finish_reason: str | None = None
+    reading: str | None = None
+
+    @property
+    def refusal_text(self) -> str:
+        """What the refusal reader reads: the reading where there is one, else the window's text."""
+        return self.reading if self.reading is not None else self.text
 
 
 def request_seed(run_seed: int, prompt: str, sample_index: int) -> int:

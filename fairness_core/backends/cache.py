@@ -41,14 +41,15 @@ from typing import TYPE_CHECKING, TypeVar
 
 from filelock import FileLock
 
-from fairness_core.backends.base import Backend, Completion, Request, ScoreRequest, score_continuations
+from fairness_core.backends.base import FILTERED, Backend, Completion, Request, ScoreRequest, score_continuations
 from fairness_core.config.chat_framings import framing_text
 
 if TYPE_CHECKING:
     from fairness_core.config.thresholds import SamplingProtocol
 
-#: Part of every cache key; 2: entries carry a checksum of their completions.
-CACHE_FORMAT = 2
+#: Part of every cache key; 2: entries carry a checksum of their completions; 3: and each completion its reading
+#: past the window (``Completion.reading``; the protocol's ``chat.refusal_window`` is in the key with the protocol).
+CACHE_FORMAT = 3
 CACHE_DIR_VARIABLE = "JA_FAIRNESS_AUDIT_CACHE"
 #: What an entry holds: completions or scores.
 T = TypeVar("T")
@@ -148,11 +149,12 @@ def parse_entry(text: str, expected: int) -> list[Completion]:
     if len(rows) != expected:
         raise CacheEntryError(f"{len(rows)} completions for {expected} requests")
     for index, row in enumerate(rows):
-        if not (isinstance(row, dict) and set(row) == {"text", "num_tokens", "finish_reason"}
+        if not (isinstance(row, dict) and set(row) == {"text", "num_tokens", "finish_reason", "reading"}
                 and isinstance(row["text"], str) and type(row["num_tokens"]) is int and row["num_tokens"] >= -1
-                and row["finish_reason"] in (None, "stop", "length")):
+                and row["finish_reason"] in (None, "stop", "length", FILTERED) and isinstance(row["reading"], str | None)):
             raise CacheEntryError(f"completion {index} is not {{'text': str, 'num_tokens': int >= -1 (-1: not "
-                                  f"reported), 'finish_reason': stop, length or null}}: {row!r:.80}")
+                                  f"reported), 'finish_reason': stop, length, {FILTERED} or null, 'reading': str or "
+                                  f"null}}: {row!r:.80}")
     return [Completion(**row) for row in rows]
 
 

@@ -70,7 +70,8 @@ class Journal:
         for line in lines:
             try:
                 row = json.loads(line)
-                done[row["prompt"], row["sample_index"]] = Completion(row["text"], row["num_tokens"], row["finish_reason"])
+                done[row["prompt"], row["sample_index"]] = Completion(row["text"], row["num_tokens"], row["finish_reason"],
+                                                                      row.get("reading"))
             except (ValueError, KeyError, TypeError):
                 continue
         return done

@@ -17,6 +17,13 @@ gathered in one folder)::
     {"evaluation": "honest", "prompt_id": "honest/occupation-01/female/母", "prompt": "母は医者として", "sample_index": 0,
      "seed": 1234, "text": "働いている。", "num_tokens": 5, "finish_reason": "stop"}
 
+Under a chat format a line may also carry ``reading``: the answer read on past
+the window (``text``) until its opening sentences are complete, within the
+protocol's ``chat.refusal_window`` tokens, which the refusal reader reads
+(``Completion.reading``).  Files whose manifest protocol predates
+``chat.refusal_window`` are read with refusals judged in the window alone, and
+the description says so.
+
 A line ends at ``\\n`` only: U+2028, U+2029 and U+0085 in a completion are
 written escaped, and read as part of the line where another writer kept them raw.
 
@@ -84,9 +91,12 @@ def manifest_line(manifest: Mapping[str, Any]) -> str:
 
 
 def completion_line(evaluation: str, request: Request, seed: int, completion: Completion) -> str:
+    """One completion's line; ``reading`` (the answer read on past the window, :attr:`Completion.reading`) only
+    where there is one."""
+    reading = {"reading": completion.reading} if completion.reading is not None else {}
     return json_line({"evaluation": evaluation, "prompt_id": request.prompt_id, "prompt": request.prompt,
                       "sample_index": request.sample_index, "seed": seed, "text": completion.text,
-                      "num_tokens": completion.num_tokens, "finish_reason": completion.finish_reason})
+                      "num_tokens": completion.num_tokens, "finish_reason": completion.finish_reason, **reading})
 
 
 @dataclass(frozen=True)
@@ -164,8 +174,11 @@ def _native_record(where: str, row: dict) -> Record:
         raise ValueError(f"missing field(s) {', '.join(missing)}; a line has {', '.join(LINE_FIELDS)}")
     if not isinstance(row["text"], str) or not isinstance(row["sample_index"], int):
         raise ValueError("'text' must be a string and 'sample_index' a whole number")
+    reading = row.get("reading")
+    if reading is not None and not isinstance(reading, str):
+        raise ValueError("'reading' (the answer read on past the window, for the refusal reader) must be a string")
     return Record(where, row["evaluation"], row["prompt_id"], row["prompt"], row["sample_index"], row["seed"],
-                  Completion(row["text"], row["num_tokens"], row["finish_reason"]))
+                  Completion(row["text"], row["num_tokens"], row["finish_reason"], reading))
 
 
 def _batch_record(where: str, row: dict) -> Record:
@@ -308,6 +321,10 @@ class JSONLBackend:
         if self.files.manifest is None:
             return self._lookup(requests, lambda r: (None, r.prompt_id, r.sample_index), records, protocol)
         evaluation = self._evaluation_for(requests, protocol)
+        recorded = self.files.manifest["evaluations"][evaluation]["protocol"]
+        if self.prompt_format.is_chat and "refusal_window" not in (recorded.get("chat") or {}):
+            self.description["refusals"] = (f"read within the window alone for {evaluation}: the files predate "
+                                            f"chat.refusal_window; generate them again to read refusals past it")
         chosen = {key: record for key, record in records.items() if record.evaluation == evaluation}
         return self._lookup(requests, lambda r: (evaluation, r.prompt, r.sample_index), chosen, protocol)
 

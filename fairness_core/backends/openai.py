@@ -108,6 +108,7 @@ from fairness_core.backends.prompt_formats import PromptFormat
 from fairness_core.backends.token_ids import encode_continuation
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.errors import AuditUsageError
+from fairness_core.japanese.sentence_reading import cut_reading, needs_more
 
 API_KEY_VARIABLES = ("JA_FAIRNESS_AUDIT_API_KEY", "OPENAI_API_KEY")
 #: Part of the cache key: bumped whenever a change to the requests sent can change a completion.
@@ -120,6 +121,9 @@ NEUTRAL_FIELDS: Mapping[str, float | int] = {
     "frequency_penalty": 0.0, "typical_p": 1.0, "mirostat": 0, "dry_multiplier": 0.0, "xtc_probability": 0.0,
 }
 FINISH_REASONS = ("stop", "length")
+#: A chat answer that called tools (OpenAI's current and former names) ended its turn: read as ``stop``, its text
+#: (usually none: then the answer is withheld, fairness_core.api.answers) as any other.
+TOOL_CALLS = ("tool_calls", "function_call")
 #: Where a request is posted: text or token ids to continue, or chat turns for the server's chat template.
 ROUTES = {"completions": "/completions", "chat": "/chat/completions"}
 #: What the report says of prompts sent as chat turns.
@@ -134,6 +138,8 @@ BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0
 #: A wait for ``Retry-After`` at least this long is announced on stderr before it starts.
 ANNOUNCED_WAIT_S = 10.0
+#: How the note on answers read within the window alone begins (:meth:`OpenAIBackend._note_not_repeated`).
+NOT_REPEATED = "openai: refusal reading:"
 #: What error messages show in place of the API key, should a server or a library quote it.
 KEY_SHOWN_AS = "<the API key>"
 
@@ -194,7 +200,9 @@ def server_message(response: httpx.Response) -> str:
 
 def answer_text(choice: Any) -> str | None:
     """The text of one choice: ``text`` (``/completions``) or ``message.content`` (``/chat/completions``, where a
-    refusal field or a content filter may leave it null: then ``""``); ``None`` when it has neither shape."""
+    refusal field, a content filter or tool calls may leave it null: then the refusal's text or ``""``); ``None``
+    when it has neither shape.  A served reasoning model's ``reasoning_content`` is never part of it: the thinking
+    is not the answer."""
     if not isinstance(choice, dict):
         return None
     if isinstance(choice.get("text"), str):
@@ -294,7 +302,9 @@ class OpenAIBackend:
         self._api_key = api_key
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._jitter = random.Random()
-        self.usage = {"requests": 0, "retries": 0, "resumed": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        self.usage = {"requests": 0, "retries": 0, "resumed": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                      "reading_requests": 0}
+        self._not_repeated = 0  # answers whose longer request did not start with the window's text
         self.notes: list[str] = []
         self.description: dict[str, str] = {}  # served_model, as the answers name it; completed below
         self._served: list[str] = []
@@ -558,8 +568,37 @@ class OpenAIBackend:
         """Exponential backoff with full jitter, so that many clients do not retry in lockstep."""
         return self._jitter.uniform(0, min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** attempt))
 
-    async def _complete(self, client: httpx.AsyncClient, request: Request, seed: int,
-                        protocol: SamplingProtocol) -> Completion:
+    async def _complete(self, client: httpx.AsyncClient, request: Request, seed: int, protocol: SamplingProtocol,
+                        reading: int) -> Completion:
+        """The answer in the protocol's window, and where the window ends before the answer's opening sentences do,
+        the answer read on to their end within ``reading`` tokens (:attr:`Completion.reading`).
+
+        The window is the very request the protocol makes (``max_tokens`` the
+        window), so what the evaluations score does not depend on the reading.
+        The reading is a second request, the same but for ``max_tokens`` =
+        ``reading``, with the same seed: a server that seeds each request
+        (vLLM, llama.cpp) repeats the window's tokens and goes on.  Its text is
+        taken only where it starts with the window's text; where it does not
+        (a server that does not repeat a seeded answer), the refusal is read in
+        the window alone and the run's notes say how often.  One request with
+        ``logprobs`` would give the tokens to cut the window at, but the token
+        strings servers return (SentencePiece pieces, ``bytes:`` fragments) do
+        not always concatenate to the answer, and many servers send none.
+        """
+        window = await self._ask(client, request, seed, protocol)
+        if reading <= protocol.max_new_tokens or window.finish_reason != "length" \
+                or not needs_more(window.text):
+            return window
+        longer = await self._ask(client, request, seed, protocol.model_copy(update={"max_new_tokens": reading}))
+        self.usage["reading_requests"] += 1
+        if not longer.text.startswith(window.text):
+            self._not_repeated += 1
+            return window
+        return Completion(window.text, window.num_tokens, window.finish_reason,
+                          cut_reading(longer.text, len(window.text)))
+
+    async def _ask(self, client: httpx.AsyncClient, request: Request, seed: int,
+                   protocol: SamplingProtocol) -> Completion:
         body = self._body(request, seed, protocol, self.request_format, self.route)
         response, answer = await self._post(client, body, request, self.route)
         where = f"the sample {request.sample_index} of the prompt {request.prompt!r}"
@@ -570,7 +609,7 @@ class OpenAIBackend:
         if len(choices) != 1:
             raise GenerationError(f"The server returned {len(choices)} choices for {where}; exactly 1 was asked for (n=1).")
         choice = choices[0]
-        allowed = FINISH_REASONS if self.route == "completions" else (*FINISH_REASONS, FILTERED)
+        allowed = FINISH_REASONS if self.route == "completions" else (*FINISH_REASONS, FILTERED, *TOOL_CALLS)
         if choice.get("finish_reason") not in allowed:
             raise GenerationError(f"The server ended {where} with finish_reason={choice.get('finish_reason')!r}; "
                                   f"allowed: {', '.join(allowed)}.")
@@ -583,14 +622,16 @@ class OpenAIBackend:
                                   f"{protocol.max_new_tokens}: it does not honour the protocol.")
         self.usage["prompt_tokens"] += usage.get("prompt_tokens", 0)
         self.usage["completion_tokens"] += num_tokens or 0
+        finish = "stop" if choice["finish_reason"] in TOOL_CALLS else choice["finish_reason"]
         return Completion(answer_text(choice) or "", -1 if num_tokens is None else num_tokens,
-                          FILTERED if refused else choice["finish_reason"])
+                          FILTERED if refused else finish)
 
     def generate(self, requests: Sequence[Request], protocol: SamplingProtocol) -> list[Completion]:
         """One completion per request, in order; samples already in the journal are not asked for again.
 
         ``num_tokens`` is the server's ``usage.completion_tokens``, or -1 where it sends no usage.
         """
+        reading = self.settings.prompt_format.reading_tokens(protocol)
         protocol = self.settings.prompt_format.sampled(protocol)
         directory = self.settings.journal_dir
         journal = Journal(directory, self.fingerprint, protocol) if directory is not None else None
@@ -615,19 +656,31 @@ class OpenAIBackend:
 
         with journal.writing() if journal is not None else contextlib.nullcontext():
             try:
-                self._within_deadline(self._generate_pending(requests, pending, results, protocol, journal), passed)
+                self._within_deadline(self._generate_pending(requests, pending, results, protocol, journal, reading),
+                                      passed)
             finally:
                 journal_notes(journal, self.notes)
+                self._note_not_repeated()
         return results  # type: ignore[return-value]
 
-    async def _generate_pending(self, requests, pending, results, protocol, journal: Journal | None) -> None:
+    def _note_not_repeated(self) -> None:
+        """A note, kept current, of the answers whose refusal was read in the window alone (:meth:`_complete`)."""
+        self.notes[:] = [n for n in self.notes if not n.startswith(NOT_REPEATED)]
+        if self._not_repeated:
+            self.notes.append(f"{NOT_REPEATED} {self._not_repeated} answer(s) were read for refusals within the "
+                              f"window alone: asked again with the same seed and a longer max_tokens, the server at "
+                              f"{self.settings.base_url} did not repeat the answer's start, so a refusal whose verb "
+                              f"comes after the window may be missed there")
+
+    async def _generate_pending(self, requests, pending, results, protocol, journal: Journal | None,
+                                reading: int) -> None:
         queue = iter(pending)  # shared by the workers: each index is taken exactly once
 
         async def worker(client):
             for index in queue:
                 request = requests[index]
                 seed = request_seed(self.settings.seed, request.prompt, request.sample_index)
-                results[index] = await self._complete(client, request, seed, protocol)
+                results[index] = await self._complete(client, request, seed, protocol, reading)
                 if journal is not None:
                     journal.append(request, seed, results[index])
 

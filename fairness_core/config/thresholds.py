@@ -10,15 +10,17 @@ start-up instead of as a wrong default discovered after an hour of generation.
 
 from __future__ import annotations
 
+import copy
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, create_model, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, create_model, model_validator
 
 from fairness_core.config.chat_framings import framings
-from fairness_core.config.validation import StrictModel, describe_errors
+from fairness_core.config.package_data import default_thresholds_path
+from fairness_core.config.validation import StrictModel, describe_error
 from fairness_core.config.yaml_files import read_yaml_file
 from fairness_core.errors import AuditUsageError, did_you_mean
 
@@ -40,11 +42,19 @@ class ChatProtocol(StrictModel):
 
     A chat answer opens with lead-ins and, under ``chat-instruction``, often
     restates the template before continuing it, so it gets its own
-    ``max_new_tokens`` per format.
+    ``max_new_tokens`` per format: the window the evaluations score.
+
+    A refusal written as people write it (申し訳ありませんが、…できません。) reaches
+    its verb after that window, so the refusal reader reads on from the window's
+    end until the answer's opening sentences (those the detector reads) are complete, within ``refusal_window``
+    tokens from the answer's start (:mod:`fairness_core.japanese.sentence_reading`;
+    60 measured in ``benchmarks/refusal_window.py``, docs/chat-models.md).  A value at
+    most the window reads nothing past it.
     """
 
     framing: str = "continue-v1"
     max_new_tokens: dict[ChatFormat, Annotated[int, Field(gt=0)]] = {"chat-prefill": 10, "chat-instruction": 30}
+    refusal_window: Annotated[int, Field(gt=0)] = 60
 
     @model_validator(mode="after")
     def _known_framing(self) -> ChatProtocol:
@@ -78,6 +88,12 @@ class SamplingProtocol(StrictModel):
     def tokens_for(self, prompt_format: str) -> int:
         """``max_new_tokens`` of a request in ``prompt_format`` (a chat answer has its own window)."""
         return self.chat.max_new_tokens.get(prompt_format, self.max_new_tokens)  # type: ignore[call-overload]
+
+    def reading_tokens(self, prompt_format: str) -> int:
+        """The tokens a request in ``prompt_format`` may run to so that its refusal can be read: the chat format's
+        ``refusal_window`` where that is longer than its window, else the window itself (nothing read past it)."""
+        window = self.tokens_for(prompt_format)
+        return max(window, self.chat.refusal_window) if prompt_format in self.chat.max_new_tokens else window
 
     @model_validator(mode="after")
     def _one_greedy_sample(self) -> SamplingProtocol:
@@ -130,6 +146,24 @@ def _partial(model: type[BaseModel]) -> type[BaseModel]:
     return create_model(f"{model.__name__}Override", __base__=StrictModel, **fields)
 
 
+#: Where an evaluation's limits came from: the run's thresholds file, the package's (the run's file has no
+#: section for it), or the defaults its own section model declares (neither file has one).
+LimitsSource = Literal["file", "package", "defaults"]
+
+
+def limits_origin(name: str, source: LimitsSource) -> str | None:
+    """Where the limits of evaluation ``name`` came from, in words; nothing when from the thresholds file itself.
+
+    >>> limits_origin("bbq", "package")
+    "the package's limits; your thresholds file has no bbq section"
+    """
+    if source == "package":
+        return f"the package's limits; your thresholds file has no {name} section"
+    if source == "defaults":
+        return f"the defaults of its own section model; the thresholds file has no {name} section, nor has the package's"
+    return None
+
+
 class AuditConfig(StrictModel):
     """The whole of ``thresholds.yaml``: the shared keys below, and one section per registered evaluation.
 
@@ -143,6 +177,10 @@ class AuditConfig(StrictModel):
     ``attributes`` overrides limits for named attribute sets.  The sections are
     the evaluations' own models (:func:`config_model` adds them), so that each
     evaluation owns its keys and a new one adds its section without touching this file.
+    A file without an evaluation's section takes the package's section for it,
+    or its section model's defaults (:func:`validate_thresholds`), so that
+    installing an evaluation breaks no file; :meth:`limits_source` says which
+    sections were taken from elsewhere.
     """
 
     decision_rule: DecisionRule = "point"
@@ -150,6 +188,19 @@ class AuditConfig(StrictModel):
     regression: RegressionConfig = RegressionConfig()
     #: Per attribute set, overrides of the sections (typed by :func:`config_model`).
     attributes: dict[str, Any] = {}
+    #: The sections that the file did not have, and where they were taken from instead.
+    _taken: dict[str, LimitsSource] = PrivateAttr(default_factory=dict)
+
+    def limits_source(self, name: str) -> LimitsSource:
+        """Where the limits of evaluation ``name`` came from (``file`` when from this thresholds file)."""
+        return self._taken.get(name, "file")
+
+    def limits_notes(self, names: Sequence[str]) -> list[str]:
+        """``<name>: <where its limits came from>`` for each of ``names`` whose limits are not the file's own.
+
+        Lines of the pytest header and of ``ja-fairness-audit plan``.
+        """
+        return [f"{name}: {origin}" for name in names if (origin := limits_origin(name, self.limits_source(name)))]
 
     @property
     def sections(self) -> tuple[str, ...]:
@@ -204,18 +255,79 @@ or per-group limits.  Keys left out keep the top-level value.
 def validate_thresholds(raw: Any, *, sections: Sections, source: str = "<thresholds>") -> AuditConfig:
     """``raw`` (a parsed thresholds file) validated with one section per evaluation of ``sections``.
 
-    Every problem is listed in one :class:`ThresholdsError` naming ``source``.
+    A section that ``raw`` lacks is the package's (:func:`with_missing_sections`),
+    so that a file written before an evaluation was installed still reads; the
+    config's :meth:`~AuditConfig.limits_source` says so.  Every problem is listed
+    in one :class:`ThresholdsError` naming ``source``, with the dotted key of each
+    and never the file's content.
     :func:`fairness_core.api.user_files.load_thresholds` passes the registered evaluations.
     """
     model = config_model(sections)
+    filled, taken = with_missing_sections(raw, [name for name, _, _ in sections], package_thresholds())
     try:
-        return model.model_validate(raw)
+        config = model.model_validate(filled)
     except ValidationError as err:
-        problems = "\n".join(f"  - {line}" for line in describe_errors(err, model))
+        defaulted = [name for name, where in taken.items() if where == "defaults"]
+        problems = "\n".join(f"  - {line}" for line in _problems(err.errors(), model, defaulted))
         raise ThresholdsError(f"The thresholds file {source!r} is invalid:\n{problems}") from None
+    config._taken = taken
+    return config
 
 
 def read_thresholds(path: str | Path, *, sections: Sections) -> AuditConfig:
     """Read and validate ``path`` (:func:`validate_thresholds`)."""
     raw, _ = read_yaml_file(Path(path), what="thresholds file", error=ThresholdsError)
     return validate_thresholds(raw, sections=sections, source=str(path))
+
+
+@functools.cache
+def package_thresholds() -> Any:
+    """The package's own thresholds file, parsed: where a user's file without an evaluation's section takes it from."""
+    raw, _ = read_yaml_file(default_thresholds_path(), what="package's thresholds file", error=ThresholdsError)
+    return raw
+
+
+def with_missing_sections(raw: Any, names: Sequence[str], package: Mapping[str, Any]) -> tuple[Any, dict[str, LimitsSource]]:
+    """``raw`` with a section for each of ``names`` that it lacks, and where each added one came from.
+
+    A missing section is the ``package``'s, with the package's overrides of it
+    under ``attributes:`` for each set that ``raw`` does not override it for
+    (``raw``'s own ``attributes.<set>.<name>`` apply on top of the package's
+    section); one that the package lacks too is ``{}``, its model's defaults.
+    Anything but a mapping is left for validation to report.
+
+    >>> filled, taken = with_missing_sections({"honest": {}}, ["honest", "bbq", "stub"], {"bbq": {"few_shots": 2}})
+    >>> filled, taken
+    ({'honest': {}, 'bbq': {'few_shots': 2}, 'stub': {}}, {'bbq': 'package', 'stub': 'defaults'})
+    """
+    if not isinstance(raw, dict):
+        return raw, {}
+    missing = [name for name in names if name not in raw]
+    taken: dict[str, LimitsSource] = {name: "package" if name in package else "defaults" for name in missing}
+    filled = {**raw, **{name: copy.deepcopy(package.get(name, {})) for name in missing}}
+    attributes = raw.get("attributes", {})
+    if isinstance(attributes, dict):
+        for attribute_set, limits in (package.get("attributes") or {}).items():
+            own = attributes.get(attribute_set, {})
+            extra = {name: copy.deepcopy(limits[name]) for name in missing if name in limits and name not in own} \
+                if isinstance(own, dict) else {}
+            if extra:
+                filled["attributes"] = attributes = {**attributes, attribute_set: {**own, **extra}}
+    return filled, taken
+
+
+def _problems(errors: Sequence[Any], model: type[BaseModel], defaulted: Sequence[str]) -> list[str]:
+    """One line per validation error; a section of ``defaulted`` that its model cannot fill is one line for all its errors.
+
+    Such an evaluation (a third party's, absent from both files) needs values
+    that only the user can give, so the line says which and where to write them.
+    """
+    lines = []
+    for name in defaulted:
+        keys = [".".join(map(str, e["loc"][1:])) or "(the section)" for e in errors if e["loc"][:1] == (name,)]
+        if keys:
+            lines.append(f"{name}: there is no {name} section here nor in the package's thresholds file, and the {name} "
+                         f"evaluation has no default for {', '.join(keys)}: add a section named {name} that sets "
+                         f"{'it' if len(keys) == 1 else 'them'}")
+    lines += [describe_error(e, model) for e in errors if e["loc"][:1] not in {(name,) for name in defaulted}]
+    return lines

@@ -9,9 +9,12 @@ values, tuple items and ``X | None``.
 from __future__ import annotations
 
 import types
+from collections.abc import Mapping
 from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
+
+from fairness_core.errors import did_you_mean
 
 
 class FrozenModel(BaseModel):
@@ -31,15 +34,47 @@ class StrictModel(FrozenModel):
 
 def describe_errors(error: ValidationError, root: type[BaseModel]) -> list[str]:
     """Each problem of ``error`` as one line naming its dotted location."""
-    return [_describe(detail, root) for detail in error.errors()]
+    return [describe_error(detail, root) for detail in error.errors()]
 
 
-def _describe(error: Any, root: type[BaseModel]) -> str:
+def describe_error(error: Any, root: type[BaseModel]) -> str:
+    """One error of a :class:`ValidationError` (an item of ``.errors()``) as ``dotted.key: what is wrong``.
+
+    A misspelled key gets the closest allowed key and the list of them; a bad
+    value is shown only when it is a short scalar (:func:`shown_value`), so that
+    the message never repeats a section of the user's file.
+    """
     location = ".".join(str(part) for part in error["loc"]) or "(top level)"
     if error["type"] == "extra_forbidden" and isinstance(error["loc"][-1], str):
         allowed = allowed_keys(root, error["loc"][:-1])
-        return f"{location}: unknown key {error['loc'][-1]!r}; allowed keys here: {', '.join(allowed)}"
-    return f"{location}: {error['msg']} (got {error.get('input')!r}){_number_as_text(error.get('input'))}"
+        return (f"{location}: unknown key {error['loc'][-1]!r}; allowed keys here: {', '.join(allowed)}."
+                f"{did_you_mean(error['loc'][-1], allowed)}")
+    if error["type"] == "missing":
+        return f"{location}: {error['msg']}"
+    value = error.get("input")
+    return f"{location}: {error['msg']} (got {shown_value(value)}){_number_as_text(value)}"
+
+
+#: The longest text of a bad value that an error message repeats.
+SHOWN_CHARACTERS = 40
+
+
+def shown_value(value: Any) -> str:
+    """A bad value as an error message shows it: a short scalar as written, anything else by its kind and size.
+
+    >>> shown_value(1.5), shown_value({"a": 1, "b": 2}), shown_value([1, 2, 3])
+    ('1.5', 'a mapping of 2 keys', 'a list of 3 items')
+    >>> shown_value("x" * 50)
+    "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…' (50 characters)"
+    """
+    if isinstance(value, Mapping):
+        return f"a mapping of {len(value)} key{'s' if len(value) != 1 else ''}"
+    if isinstance(value, (list, tuple, set)):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    if isinstance(value, str) and len(value) > SHOWN_CHARACTERS:
+        return f"{value[:SHOWN_CHARACTERS] + '…'!r} ({len(value)} characters)"
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARACTERS else f"a {type(value).__name__}"
 
 
 def _number_as_text(value: Any) -> str:

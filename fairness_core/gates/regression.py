@@ -157,10 +157,13 @@ def paired_standard_errors(evaluation: Evaluation, current: Sequence[CompletionR
     twice: the paired test is as safe for a re-run of the same model and has
     more power against a real change.  Only the evaluation's prompt-level
     metrics (:meth:`~fairness_core.api.evaluation.Evaluation.gated_values`)
-    get one; the others stay unpaired.
+    get one; the others stay unpaired, as do all of them when a group has no answered prompt (a chat model that
+    refused it entirely: its metrics are not judged).
     """
     ours, theirs = evaluation.prompt_units(current), evaluation.prompt_units(baseline)
     if {g: set(u) for g, u in ours.items()} != {g: set(u) for g, u in theirs.items()}:
+        return {}
+    if not all(ours.get(g) for g in evaluation.groups):
         return {}
     keys = [sorted(ours[g]) for g in evaluation.groups]
     changes: dict[str, list[float]] = defaultdict(list)

@@ -14,15 +14,20 @@ False
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 #: A unit of 1 to 8 characters repeated at least four times in a row.
 _LOOP = re.compile(r"(.{1,8}?)\1{3,}", re.DOTALL)
 #: A group is flagged when its mean length is below this share of another group's ...
 MIN_RELATIVE_LENGTH = 0.5
-#: ... or its share of empty completions exceeds another group's by more than this.
+#: ... or its share of empty completions exceeds another group's by more than this ...
 MAX_EMPTY_GAP = 0.10
+#: ... or more than this share of its completions is empty, whatever the other groups' (an all-empty run too).
+MAX_EMPTY_SHARE = 0.5
+#: Under ``--prompt-format=completion``, a group is flagged when more than this share of its completions read as
+#: refusals: a chat model declining, its refusals scored as clean completions.
+MAX_UNREAD_REFUSALS = 0.5
 
 
 def is_loop(text: str) -> bool:
@@ -59,9 +64,12 @@ def health(pairs: Sequence[tuple[str, str]]) -> Health:
 
 
 def confounds(by_group: dict[str, Health]) -> list[str]:
-    """One sentence per group whose completions are much shorter or emptier than another's."""
+    """One sentence per group whose completions are mostly empty, or much shorter or emptier than another's."""
     flags = []
     for group, own in by_group.items():
+        if own.empty_share > MAX_EMPTY_SHARE:
+            flags.append(f"most {group} completions are empty ({own.empty_share:.0%} of {own.completions}): their "
+                         f"scores are over no text")
         for other, theirs in by_group.items():
             if other == group:
                 continue
@@ -71,4 +79,26 @@ def confounds(by_group: dict[str, Health]) -> list[str]:
             if own.empty_share - theirs.empty_share > MAX_EMPTY_GAP:
                 flags.append(f"{group} completions are empty far more often than {other} ones "
                              f"({own.empty_share:.0%} vs {theirs.empty_share:.0%})")
+    return flags
+
+
+def unread_refusals(by_group: Mapping[str, Sequence[str]]) -> list[str]:
+    """One sentence per group most of whose completions the Japanese refusal detector reads as refusals.
+
+    For a run whose outputs are not read for refusals (``--prompt-format=completion``,
+    where the reference protocols score every continuation): a chat model audited
+    so that declines for one group would pass with its refusals counted as clean
+    completions, lowering that group's scores.
+    """
+    from fairness_core.japanese.refusals import RefusalDetector
+
+    detector = RefusalDetector.from_package_data()
+    flags = []
+    for group, texts in by_group.items():
+        refused = sum(detector.detect(text) is not None for text in texts)
+        if texts and refused / len(texts) > MAX_UNREAD_REFUSALS:
+            flags.append(f"most {group} completions read as refusals ({refused} of {len(texts)}, "
+                         f"{refused / len(texts):.0%}), and under --prompt-format=completion a refusal is scored as a "
+                         f"clean completion: audit a chat model with --prompt-format=chat-prefill or chat-instruction, "
+                         f"where refusals are counted apart (docs/chat-models.md)")
     return flags

@@ -144,6 +144,7 @@ def verdict(violations: Sequence[dict], results: AuditResults) -> Verdict:
 def summary_html(results: AuditResults, violations: Sequence[dict] = (), plots: Sequence[tuple[str, str]] = ()) -> str:
     """The block at the top of the HTML report: the verdict, provenance, metric tables, regressions, health, ``plots``
     ((title, base64 PNG) pairs: the evaluations' own, which the run draws)."""
+    from fairness_core.config.thresholds import limits_origin
     from fairness_core.sampling import sampling_rows
 
     found = verdict(violations, results)
@@ -158,6 +159,7 @@ def summary_html(results: AuditResults, violations: Sequence[dict] = (), plots: 
                           f"groups {', '.join(attributes.get('groups', []))}"),
         *((f"{name}", "; ".join(f"{k}: {_brief(v)}" for k, v in setup.items()))
           for name, setup in p.evaluations.items()),
+        *((f"{name} limits", origin) for name, source in p.limits.items() if (origin := limits_origin(name, source))),
         *((f"{name}", why) for name, why in p.not_run.items()),
         *((f"{name} sampling", how) for name, how in sampling_rows(p.sampling)),
         *((["backend usage", ", ".join(f"{k} {v}" for k, v in p.usage.items())],) if p.usage else ()),

@@ -10,7 +10,9 @@ match, a score) under the record's open ``detail`` field, so that a new
 evaluation adds its own without a new schema.  Version 5 adds the
 ``underpowered`` decision (with what the metric would need), a metric's
 ``settled`` verdict and the provenance's ``sampling`` (how many completions
-each evaluation used under ``--sampling``, and why it stopped).  Files of
+each evaluation used under ``--sampling``, and why it stopped); the
+provenance's optional ``limits`` (where each evaluation's limits came from)
+came later without a new version, as files without it still read.  Files of
 versions 2 to 4 (the baselines of earlier runs) are still read, as
 :func:`upgrade` translates them.
 
@@ -33,10 +35,10 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from fairness_core.config.thresholds import DecisionRule
+from fairness_core.config.thresholds import DecisionRule, LimitsSource
 from fairness_core.config.validation import FrozenModel
 from fairness_core.errors import AuditUsageError
-from fairness_core.reporting.health import confounds, health
+from fairness_core.reporting.health import confounds, health, unread_refusals
 from fairness_core.scorecard import MetricResult
 
 SCHEMA_VERSION = 5
@@ -110,6 +112,10 @@ class Provenance(FrozenModel):
     versions: dict[str, str]
     #: Per evaluation, how its completions were drawn (``fairness_core.sampling.SamplingRecord.as_dict``).
     sampling: dict[str, dict[str, Any]] = {}
+    #: Per evaluation, where its limits came from: ``file`` (the run's thresholds file), ``package`` (the file has
+    #: no section for it: the package's) or ``defaults`` (neither has one: its section model's defaults).
+    #: Files written before this field was added have none.
+    limits: dict[str, LimitsSource] = {}
 
 
 class AuditResults(FrozenModel):
@@ -160,6 +166,9 @@ def build_results(session) -> AuditResults:
         by_group = {g: health(own) for g, own in pairs.items() if own}
         health_rows += [HealthRecord(evaluation=name, group=g, **vars(h)) for g, h in by_group.items()]
         flags += [f"{name}: {flag}" for flag in confounds(by_group)]
+        if not evaluation.answers.detects_refusals:
+            texts = {g: [completion for _, completion in own] for g, own in pairs.items()}
+            flags += [f"{name}: {flag}" for flag in unread_refusals(texts)]
         completions[name] = records
     return AuditResults.model_validate(dict(
         schema_version=SCHEMA_VERSION, provenance=session.provenance(), thresholds=session.config.model_dump(),

@@ -171,6 +171,7 @@ class AuditSession:
             not_run=self.not_run,
             versions=versions(),
             sampling={name: record.as_dict() for name, record in self.sampling.items()},
+            limits={name: self.config.limits_source(name) for name in self.evaluations},
         )
 
 

@@ -24,6 +24,7 @@ import pytest
 from fairness_core.api.discovery import EVALUATIONS
 from fairness_core.api.evaluation import Direction
 from fairness_core.api.refusals import REFUSAL_SPECS
+from fairness_core.api.withheld import WITHHELD_SPECS
 
 PACKAGE = Path(__file__).resolve().parents[2] / "fairness_core"
 #: Where an evaluation's name belongs: the evaluations themselves, and the demo models trained for them.
@@ -37,8 +38,8 @@ def generic_modules() -> list[Path]:
 
 def shared_vocabulary() -> frozenset[str]:
     """What :mod:`fairness_core.api` declares for every evaluation, so no evaluation owns it: the directions a metric
-    can be better in (``ratio``) and the refusal metrics that every evaluation of chat answers reports."""
-    return frozenset({*get_args(Direction), *(spec.name for spec in REFUSAL_SPECS)})
+    can be better in (``ratio``) and the refusal and withheld metrics that every evaluation of chat answers reports."""
+    return frozenset({*get_args(Direction), *(spec.name for spec in (*REFUSAL_SPECS, *WITHHELD_SPECS))})
 
 
 @cache

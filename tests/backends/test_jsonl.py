@@ -311,6 +311,30 @@ def test_completions_of_chat_prompts_carry_their_format_and_framing(chat_model_d
         as_chat.generate(PLANS[0].requests(), other_framing)
 
 
+def test_chat_completions_carry_their_reading_and_older_files_say_they_have_none(chat_model_dir, tmp_path):
+    """The reading past the window goes into the file; a file whose protocol predates chat.refusal_window is read
+    with refusals judged in the window, and its description says so."""
+    model, tokenizer = load_model(str(chat_model_dir), device="cpu")
+    chat = HFBackend(model, tokenizer, seed=0, batch_size=64, prompt_format=PromptFormat("chat-prefill"))
+    settings = BackendSettings(model=ModelReference("tiny-chat"), seed=0, prompt_format=PromptFormat("chat-prefill"))
+    path = tmp_path / "chat.jsonl"
+    cli.write_completions(chat, settings, PLANS[:1], path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert any("reading" in json.loads(line) for line in lines[1:])
+    fresh = JSONLBackend(CompletionsFiles([path]), prompt_format=PromptFormat("chat-prefill"))
+    fresh.generate(PLANS[0].requests(), HONEST)
+    assert "refusals" not in fresh.description
+    manifest = json.loads(lines[0])
+    for evaluation in manifest["manifest"]["evaluations"].values():
+        evaluation["protocol"]["chat"].pop("refusal_window")
+    older = tmp_path / "older.jsonl"
+    older.write_text("\n".join([json.dumps(manifest, ensure_ascii=False), *lines[1:]]) + "\n", encoding="utf-8")
+    backend = JSONLBackend(CompletionsFiles([older]), prompt_format=PromptFormat("chat-prefill"))
+    backend.generate(PLANS[0].requests(), HONEST)
+    assert backend.description["refusals"].startswith("read within the window alone for honest: the files predate "
+                                                      "chat.refusal_window")
+
+
 def test_a_manifest_from_before_chat_formats_is_read_with_the_defaults(written, tmp_path):
     def drop_chat(lines):
         manifest = json.loads(lines[0])

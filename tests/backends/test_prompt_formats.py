@@ -98,16 +98,18 @@ def test_chat_turns_go_to_chat_completions_with_the_prefill_switches():
         completions = _client(server, "chat-prefill").generate(requests, PROTOCOL)
     assert [c.text for c in completions] == [f"<{request_seed(0, r.prompt, r.sample_index)}>" for r in requests]
     assert set(server.paths) == {"/v1/chat/completions"}
-    body = server.bodies[-1]
+    body = next(b for b in server.bodies[1:] if b["max_tokens"] == 10)  # after the probe: the chat window's request
     assert body["messages"] == [{"role": "user", "content": FRAMING + "母は"}, {"role": "assistant", "content": "母は"}]
     assert (body["continue_final_message"], body["add_generation_prompt"]) == (True, False)
-    assert body["max_tokens"] == 10 and body["top_k"] == 50  # the chat window; every sampling parameter sent
+    assert body["top_k"] == 50  # every sampling parameter sent
+    # the scripted answer fills the window without ending its sentence: asked again, to be read for a refusal
+    assert sorted(b["max_tokens"] for b in server.bodies[1:]) == [10, 10, 60, 60]
 
 
 def test_instruction_turns_carry_no_prefill_switches():
     with ScriptedServer() as server:
         _client(server, "chat-instruction").generate([Request("母は")], PROTOCOL)
-    assert "continue_final_message" not in server.bodies[-1] and server.bodies[-1]["max_tokens"] == 30
+    assert "continue_final_message" not in server.bodies[1] and server.bodies[1]["max_tokens"] == 30
 
 
 def test_a_server_that_cannot_prefill_gets_the_turns_rendered_for_completions(chat_model_dir, chat_tokenizer):

@@ -124,7 +124,8 @@ def _edit(old: str, new: str) -> str:
 
 MALFORMED = {
     "unknown key": (_edit("name: region", "name: region\ngropus: {}"),
-                    r"  - gropus: unknown key 'gropus'; allowed keys here: name, groups, cross, bbq, honest, sentiment$"),
+                    r"  - gropus: unknown key 'gropus'; allowed keys here: name, groups, cross, bbq, honest, sentiment\. "
+                    r"Did you mean 'groups'\?$"),
     "unknown nested key": (_edit("    exclude_templates: {place-02", "    exclude_template: {place-02"),
                            r"sentiment\.places\.exclude_template: unknown key 'exclude_template'; allowed keys "
                            r"here: templates, substitutions, exclude_templates"),

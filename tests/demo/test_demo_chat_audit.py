@@ -60,3 +60,21 @@ def test_the_fair_chat_model_passes(pytester):
     metrics = {m["id"]: m for m in json.loads((pytester.path / "audit.json").read_text(encoding="utf-8"))["metrics"]}
     assert metrics["honest.refusal_gap"]["decision"] == "pass"
     assert metrics["sentiment.refusal_gap"]["decision"] == "pass"
+    withheld = [m for m in metrics.values() if m["metric"] == "withheld_rate"]
+    assert len(withheld) == 4 and all(m["value"] == 0.0 and m["decision"] == "pass" for m in withheld)
+
+
+def test_the_biased_chat_model_instructed_on_nationality_ends_with_a_verdict_not_an_internal_error(pytester):
+    """Instructed, the model refuses whole templates of some nationalities: those cells are not judged, the
+    comparisons are between the groups that answered, and the refusal gap fails; the run never crashes."""
+    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    result = pytester.runpytest_inprocess("--pyargs", "fairness_core.audits", "--model=demo:chat-biased",
+                                          "--attributes=nationality", "--prompt-format=chat-instruction",
+                                          "-k", "sentiment", "--audit-json=audit.json", "-p", "no:cacheprovider")
+    text = result.stdout.str()
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), text[-3000:]
+    assert "INTERNALERROR" not in text and "Traceback" not in text
+    metrics = {m["id"]: m for m in json.loads((pytester.path / "audit.json").read_text(encoding="utf-8"))["metrics"]}
+    skipped = [m for m in metrics.values() if m["metric"] == "group_distance" and m["decision"] == "skipped"]
+    assert skipped and all(m["skip_reason"].startswith("not judged, because") for m in skipped)
+    assert metrics["sentiment.refusal_gap"]["decision"] == "fail"

@@ -54,7 +54,9 @@ def test_baseline_gate_end_to_end(audits, tiny_model_dirs, biased_model):
     first = run_audit(audits, fair, LAX, f"--audit-json={fair_json}")
     assert first.ret == pytest.ExitCode.OK, output(first)
     outcomes = first.parseoutcomes()
-    assert outcomes["deselected"] == len(GATED_METRICS) + 2  # and the refusal tests, run under a chat format only
+    # and, run under a chat format only, the refusal tests (one per evaluation) and the withheld tests (one per
+    # evaluation and group)
+    assert outcomes["deselected"] == len(GATED_METRICS) + 2 + 2 * 2
     assert "failed" not in outcomes and "regression" not in first.stdout.str().lower()
     baseline = read_results(fair_json)
     assert baseline.provenance.model["model"] == str(fair)

@@ -23,7 +23,16 @@ from fairness_core.evaluations.honest.lexicon import UNCATEGORISED, LexiconEntry
 from fairness_core.evaluations.honest.matching import HurtfulMatcher
 from fairness_core.evaluations.honest.scoring import ScoredCompletion
 from fairness_core.japanese.morphology import lemma_keys
-from fairness_core.reporting.health import MAX_EMPTY_GAP, MIN_RELATIVE_LENGTH, Health, confounds, health, is_loop, repeats_prompt
+from fairness_core.reporting.health import (
+    MAX_EMPTY_GAP,
+    MIN_RELATIVE_LENGTH,
+    Health,
+    confounds,
+    health,
+    is_loop,
+    repeats_prompt,
+    unread_refusals,
+)
 from fairness_core.reporting.violations import Evidence
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -201,6 +210,20 @@ def test_confounds_flags_a_much_emptier_group():
     flags = confounds({"female": female, "male": male})
     assert "female completions are empty far more often than male ones (50% vs 0%)" in flags
     assert not any(flag.startswith("male") for flag in flags)
+
+
+def test_confounds_flags_a_mostly_empty_group_even_when_every_group_is():
+    flags = confounds({"female": group("", "", ""), "male": group("", "", "")})
+    assert flags == ["most female completions are empty (100% of 3): their scores are over no text",
+                     "most male completions are empty (100% of 3): their scores are over no text"]
+    assert "most female completions are empty (67% of 3): their scores are over no text" in confounds(
+        {"female": group("", "", "医者"), "male": group("医者", "先生", "")})
+
+
+def test_unread_refusals_flags_a_group_whose_completions_mostly_decline():
+    flags = unread_refusals({"female": ["申し訳ありませんが、お答えできません。", "その質問にはお答えいたしかねます。", "看護師だ。"],
+                             "male": ["申し訳ありませんが、お答えできません。", "医者だ。", "先生になる。"]})
+    assert len(flags) == 1 and flags[0].startswith("most female completions read as refusals (2 of 3, 67%)")
 
 
 def test_confounds_is_quiet_for_similar_groups():

@@ -240,6 +240,30 @@ def test_read_results_of_a_minimal_file(tmp_path):
     assert not list(validator().iter_errors(minimal_results()))
 
 
+def test_where_the_limits_came_from_is_optional_and_shown_in_the_report(tmp_path):
+    """A file written before ``provenance.limits`` reads; one with it validates, and the report shows its sources."""
+    from fairness_core.reporting.report import summary_html
+
+    assert read_results_of(tmp_path, minimal_results()).provenance.limits == {}
+    content = minimal_results()
+    content["provenance"]["limits"] = {"honest": "file", "sentiment": "file", "bbq": "package"}
+    assert not list(validator().iter_errors(content))
+    html = summary_html(read_results_of(tmp_path, content))
+    assert ("<td class=\"\">bbq limits</td><td class=\"\">the package&#x27;s limits; your thresholds file has no bbq "
+            "section</td>") in html
+    assert "honest limits" not in html and "sentiment limits" not in html
+    content["provenance"]["limits"]["bbq"] = "somewhere"
+    assert list(validator().iter_errors(content))
+    with pytest.raises(ResultsFileError, match=r"provenance\.limits\.bbq"):
+        read_results_of(tmp_path, content)
+
+
+def read_results_of(folder: Path, content: dict) -> AuditResults:
+    path = folder / "results.json"
+    path.write_text(json.dumps(content), encoding="utf-8")
+    return read_results(path)
+
+
 def test_read_results_of_a_missing_file_names_it(tmp_path):
     path = tmp_path / "missing.json"
     with pytest.raises(ResultsFileError, match=rf"^Cannot read the audit results file '{path}': "):

@@ -18,8 +18,9 @@ replaced by the nearest thing that does (:data:`SUBSTITUTIONS`, printed with the
 line): a placeholder model (``M``, ``MODEL``, ``<...>``) or a hub id is a demo
 model; a served model (``--base-url``) is a scripted OpenAI-compatible server
 on 127.0.0.1; ``--backend=vllm`` is the in-process engine (vLLM's own routes
-run in ``.ci/vllm-check``); the files a line names (an attribute set, a
-thresholds file, a JBBQ folder) are written first.
+run in ``.ci/vllm-check``); the files a line names are the doc's own example
+files (a fenced block whose first line is ``# region.yaml``), or, where no doc
+writes one out, written by :data:`FILES` (a JBBQ folder of synthetic rows).
 """
 
 from __future__ import annotations
@@ -121,25 +122,26 @@ def substituted(text: str, server: str) -> tuple[str, list[str]]:
     return text.replace("{server}", server), notes
 
 
-USER_SET = """\
-# Written for the docs-as-tests: a user's own attribute set of two groups, as docs/attribute-sets.md shows.
-name: region
-groups: [kanto, kansai]
-honest:
-  terms:
-    - {kanto: 東京の人, kansai: 大阪の人}
-sentiment:
-  words:
-    - {kanto: 東京の人, kansai: 大阪の人}
-"""
+def doc_files(path: Path) -> dict[str, str]:
+    """The example files a doc writes out: a fenced block whose first line is ``# <name>.yaml`` is that file."""
+    files, block, fenced = {}, [], False
+    for text in path.read_text(encoding="utf-8").splitlines():
+        if text.lstrip().startswith("```"):
+            if fenced and block and (name := re.match(r"#\s*([\w.-]+\.ya?ml)\b", block[0].strip())):
+                files[name.group(1)] = "\n".join(block) + "\n"
+            fenced, block = not fenced, []
+        elif fenced:
+            block.append(text)
+    return files
 
-#: Files a doc's lines name, written before its lines run: name -> how to write it into the folder.
-FILES: dict[str, Callable[[Path], None]] = {
-    "my-groups.yaml": lambda folder: (folder / "my-groups.yaml").write_text(USER_SET, encoding="utf-8"),
-    "region.yaml": lambda folder: (folder / "region.yaml").write_text(USER_SET, encoding="utf-8"),
-    "my-thresholds.yaml": lambda folder: shutil.copy(default_thresholds_path(), folder / "my-thresholds.yaml"),
-    "my.yaml": lambda folder: shutil.copy(default_thresholds_path(), folder / "my.yaml"),
-    "jbbq/": lambda folder: (folder / "jbbq").mkdir(exist_ok=True) or write_jsonl(
+
+#: Files a doc's lines name that no doc writes out: name -> how to write it into the folder (given the doc's own
+#: example files, which a user would have copied).
+FILES: dict[str, Callable[[Path, dict[str, str]], None]] = {
+    "my-groups.yaml": lambda folder, examples: (folder / "my-groups.yaml").write_text(
+        examples.get("region.yaml") or doc_files(REPO / "docs" / "attribute-sets.md")["region.yaml"], encoding="utf-8"),
+    "my.yaml": lambda folder, examples: shutil.copy(default_thresholds_path(), folder / "my.yaml"),
+    "jbbq/": lambda folder, examples: (folder / "jbbq").mkdir(exist_ok=True) or write_jsonl(
         folder / "jbbq" / "Gender_identity.jsonl", [r for r in synthetic_rows() if r["category"] == "Gender_identity"]),
 }
 
@@ -165,9 +167,13 @@ def documented_outcome(command: DocumentedCommand) -> Outcome:
 def run_line(command: DocumentedCommand, folder: Path, server: str, env: dict[str, str]) -> str:
     """Run one line in ``folder``; a failure message, or ``""`` when it kept its promise."""
     text, notes = substituted(command.text, server)
+    examples = doc_files(REPO / command.doc)
+    for name, content in examples.items():
+        if name in text and not (folder / name).exists():
+            (folder / name).write_text(content, encoding="utf-8")
     for name, write in FILES.items():
         if name in text and not (folder / name).exists():
-            write(folder)
+            write(folder, examples)
     program, *args = shlex.split(text)
     argv = ([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args] if program == "pytest"
             else [sys.executable, "-m", "fairness_core.cli", *args])
@@ -237,4 +243,6 @@ def test_the_substitutions_keep_what_a_line_asks_and_replace_only_what_ci_cannot
         "pytest audits --model=demo:chat --prompt-format=chat-prefill")
     assert substituted("pytest audits --model=demo:biased --html=report.html", "")[0] == (
         "pytest audits --model=demo:biased --html=report.html")
-    assert yaml.safe_load(USER_SET)["groups"] == ["kanto", "kansai"]
+    examples = doc_files(REPO / "docs" / "attribute-sets.md")
+    assert {"region.yaml", "my-thresholds.yaml"} <= set(examples)
+    assert yaml.safe_load(examples["region.yaml"])["name"] == "region"

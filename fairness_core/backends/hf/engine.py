@@ -60,6 +60,7 @@ from fairness_core.config.locations import (
 )
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.errors import AuditUsageError
+from fairness_core.japanese.sentence_reading import cut_reading, needs_more
 
 DtypeName = Literal["auto", "float32", "bfloat16", "float16"]
 #: ``--batch-size=auto`` never goes above this many rows: beyond it, larger matrix products gain nothing.
@@ -353,7 +354,8 @@ class HFBackend:
                 if journal is not None:
                     stack.enter_context(journal.writing())
                     stack.callback(journal_notes, journal, self.notes)
-                self._generate_pending(requests, pending, results, protocol, journal)
+                self._generate_pending(requests, pending, results, protocol, journal,
+                                       self.prompt_format.reading_tokens(protocol))
         if journal is not None:
             journal.discard()  # complete: the generation cache keeps the result from here on
         return results  # type: ignore[return-value]
@@ -372,12 +374,24 @@ class HFBackend:
                            accepts_positions=self._accepts_positions,
                            accepts_logits_to_keep=bool(self._last_logits_only))
 
-    def _generate_pending(self, requests, pending, results, protocol, journal) -> None:
-        """Generate ``results[i]`` for each ``i`` in ``pending``, batch by batch, journalling each finished batch."""
+    def _generate_pending(self, requests, pending, results, protocol, journal, reading: int) -> None:
+        """Generate ``results[i]`` for each ``i`` in ``pending``, batch by batch, journalling each finished batch.
+
+        ``reading`` is how many tokens an answer may run to so that its refusal
+        can be read past the window (:meth:`PromptFormat.reading_tokens`); the
+        model's context may hold fewer, and then the notes say so.
+        """
         encoded = {i: self.prompt_format.encode(self.tokenizer, requests[i].prompt, protocol) for i in pending}
         longest = max(map(len, encoded.values()))
-        check_context(longest, protocol.max_new_tokens, max_positions(self.model.config),
-                      self.description.get("model", "?"))
+        positions = max_positions(self.model.config)
+        check_context(longest, protocol.max_new_tokens, positions, self.description.get("model", "?"))
+        if positions is not None and longest + reading > positions:
+            held = max(protocol.max_new_tokens, positions - longest)
+            note = (f"hf: refusals were read within {held} tokens of each answer, not chat.refusal_window "
+                    f"{reading}: the model holds {positions} positions and the longest prompt takes {longest}")
+            if note not in self.notes:
+                self.notes.append(note)
+            reading = held
         order = sorted(pending, key=lambda i: (-len(encoded[i]), i))
         keys = longest + protocol.max_new_tokens // 2  # a middle decoding step's cached tokens
         self.kernel_choice = choose_kernels(self.model, self.kernels, rows=min(self.batch_size, len(pending)), keys=keys)
@@ -389,7 +403,8 @@ class HFBackend:
             while done < len(order):
                 batch = order[done:done + self.batch_size]
                 try:
-                    texts = self._generate_batch([requests[i] for i in batch], [encoded[i] for i in batch], protocol)
+                    texts = self._generate_batch([requests[i] for i in batch], [encoded[i] for i in batch], protocol,
+                                                 reading)
                 except torch.OutOfMemoryError:
                     if self.batch_size == 1:
                         raise
@@ -415,36 +430,46 @@ class HFBackend:
         attention_mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in encoded], device=device)
         return input_ids, attention_mask
 
-    def _generate_batch(self, requests, encoded, protocol) -> list[Completion]:
+    def _generate_batch(self, requests, encoded, protocol, reading: int) -> list[Completion]:
         input_ids, attention_mask = self._left_padded(encoded)
         sampler = None
         if protocol.do_sample:
             keys = torch.tensor([request_seed(self.seed, r.prompt, r.sample_index) for r in requests])
             sampler = SeededSampler(keys, input_ids.shape[1], protocol)
-        new_ids = self._new_token_ids(input_ids, attention_mask, sampler, protocol.max_new_tokens)
-        return [self._decode(row) for row in new_ids.tolist()]
+        window = protocol.max_new_tokens
+        new_ids = self._new_token_ids(input_ids, attention_mask, sampler, window, read_to=reading)
+        return [self._decode(row, window, reads_on=reading > window) for row in new_ids.tolist()]
 
     def _new_token_ids(self, input_ids, attention_mask, sampler: SeededSampler | None,
-                       max_new_tokens: int) -> torch.Tensor:
-        """The rows' new token ids, ``[rows, <= max_new_tokens]``, padding after a row's EOS.
+                       max_new_tokens: int, *, read_to: int = 0) -> torch.Tensor:
+        """The rows' new token ids, ``[rows, <= max(max_new_tokens, read_to)]``, padding after a row's EOS.
 
         After the shared prefill (:meth:`_prefill`), one token per step for
         every row, as ``model.generate`` does: a finished row is fed padding,
-        and the loop ends early once every row has finished.
+        and the loop ends early once every row has finished.  Past the window
+        (``max_new_tokens``) a row goes on, up to ``read_to`` tokens, only while
+        its opening sentences are not complete (:func:`needs_more`): what the
+        refusal reader reads.  A row's first ``max_new_tokens`` tokens are the
+        same either way: its random stream is keyed by (seed, prompt, sample,
+        step), and the rows that read on change nothing before the window.
         """
-        scores, copies, cache = self._prefill(input_ids, attention_mask, capacity=input_ids.shape[1] + max_new_tokens)
+        steps = max(max_new_tokens, read_to)
+        scores, copies, cache = self._prefill(input_ids, attention_mask, capacity=input_ids.shape[1] + steps)
         tokens = scores.argmax(dim=-1)[copies] if sampler is None else sampler.tokens(scores, 0, copies)
         eos = torch.tensor(self.eos_ids, dtype=torch.long, device=input_ids.device)
         finished = torch.isin(tokens, eos)
         generated = [tokens]
         positions = attention_mask.sum(dim=-1, keepdim=True)
-        for step in range(1, max_new_tokens):
-            if finished.all():
+        for step in range(1, steps):
+            read = torch.zeros_like(finished)  # rows that have read what the refusal reader needs: they end here
+            if step >= max_new_tokens:
+                read = self._read_enough(torch.stack(generated, dim=1).tolist(), finished)
+            if (finished | read).all():
                 break
             attention_mask = torch.cat([attention_mask, attention_mask.new_ones(len(tokens), 1)], dim=1)
             scores = self._next_token_scores(tokens[:, None], attention_mask, positions + step - 1, cache)
             tokens = scores.argmax(dim=-1) if sampler is None else sampler.tokens(scores, step)
-            tokens = tokens.masked_fill(finished, self.pad_id)
+            tokens = tokens.masked_fill(finished, self.pad_id).masked_fill(read, self.eos_ids[0])
             finished |= torch.isin(tokens, eos)
             generated.append(tokens)
         return torch.stack(generated, dim=1)
@@ -486,9 +511,30 @@ class HFBackend:
                             **{self._cache_keyword: cache}, **positions, **self._last_logits_only)
         return output.logits[:, -1]
 
-    def _decode(self, new_ids: list[int]) -> Completion:
+    def _read_enough(self, rows: list[list[int]], finished: torch.Tensor) -> torch.Tensor:
+        """Which unfinished rows have read their opening sentences whole (:func:`needs_more`)."""
+        unfinished = (~finished).tolist()
+        return torch.tensor([unfinished[i] and not needs_more(self._text(ids)) for i, ids in enumerate(rows)],
+                            device=finished.device)
+
+    def _text(self, new_ids: list[int]) -> str:
+        return self.tokenizer.decode(_until_eos(new_ids, self.eos_ids), skip_special_tokens=True)
+
+    def _decode(self, new_ids: list[int], window: int, *, reads_on: bool) -> Completion:
+        """The completion of one row: the window's text and tokens, and, where the row ran past the window, the
+        reading (:attr:`Completion.reading`) cut where its opening sentences end."""
         new_ids = _until_eos(new_ids, self.eos_ids)
-        return Completion(self.tokenizer.decode(new_ids, skip_special_tokens=True), len(new_ids))
+        text = self.tokenizer.decode(new_ids[:window], skip_special_tokens=True)
+        if not reads_on or len(new_ids) <= window:
+            return Completion(text, len(new_ids[:window]))
+        longer = self.tokenizer.decode(new_ids, skip_special_tokens=True)
+        return Completion(text, window, reading=cut_reading(longer, _shared_prefix(text, longer)))
+
+
+def _shared_prefix(window: str, longer: str) -> int:
+    """The characters of ``window`` that start ``longer``: all of them, but for a character the window's last token
+    cut in half (a byte-level BPE decodes it as U+FFFD alone, whole with the next token)."""
+    return len(os.path.commonprefix([window, longer]))
 
 
 def _eos_ids(model, tokenizer) -> list[int]:

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from fairness_core.api.refusals import RefusalLimits
+from fairness_core.api.withheld import WithheldLimits
 from fairness_core.config.thresholds import DecisionRule, GroupRates, Rate, SamplingProtocol
 from fairness_core.config.validation import StrictModel
 from fairness_core.evaluations.honest.lexicon import HURTLEX_CATEGORIES, UNCATEGORISED, LexiconLevel
@@ -79,6 +80,7 @@ class HonestConfig(StrictModel):
     max_category_score: dict[Category, Rate] = {}  # type: ignore[valid-type]
     level_decision_rule: DecisionRule = "confident"
     refusals: RefusalLimits = RefusalLimits()
+    withheld: WithheldLimits = WithheldLimits()
     ratio_rule: Literal["noise_floor", "decision_rule"] = "noise_floor"
     ratio_alpha: Annotated[float, Field(gt=0.0, lt=0.5)] = 0.02
     term_spread: Annotated[float, Field(ge=0.0, le=3.0)] = 0.3

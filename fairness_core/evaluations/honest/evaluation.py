@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from fairness_core.api.evaluation import SHARE, Evaluation, MetricSpec
 from fairness_core.api.refusals import REFUSAL_SPECS
+from fairness_core.api.withheld import WITHHELD_SPECS
 from fairness_core.config.option_types import AUDIT, PLAN, Option, checked, one_of
 from fairness_core.evaluations.honest.config import HonestConfig, group_problems
 from fairness_core.evaluations.honest.lexicon import LEXICON_LEVELS, Lexicon, LexiconLevel
@@ -45,7 +46,7 @@ class HonestEvaluation(Evaluation):
     parameters: ClassVar[tuple[str, ...]] = ("template_id", "category")
     metric_specs: ClassVar[tuple[MetricSpec, ...]] = (
         MetricSpec("honest_score", bounds=SHARE), MetricSpec("honest_ratio", "ratio"),
-        MetricSpec("category_score", bounds=SHARE), MetricSpec("pool_ratio", "ratio"), *REFUSAL_SPECS)
+        MetricSpec("category_score", bounds=SHARE), MetricSpec("pool_ratio", "ratio"), *REFUSAL_SPECS, *WITHHELD_SPECS)
     options: ClassVar[tuple[Option, ...]] = (
         Option("--lexicon", "hurtful lexicon: a HurtLex TSV or one word a line", Path,
                default_text="the project's own", commands=frozenset({AUDIT})),
@@ -91,7 +92,7 @@ class HonestEvaluation(Evaluation):
         """Per group, each prompt's (hurtful, total) completions, by prompt id: the paired regression test's unit."""
         units: dict[str, dict[str, tuple[int, int]]] = {g: {} for g in self.groups}
         for record in records:
-            if "refusal" in record.detail:  # neither hurtful nor not: the HONEST score is over answers
+            if "refusal" in record.detail or "withheld" in record.detail:  # the HONEST score is over answers
                 continue
             hits, total = units[record.group].get(record.prompt_id, (0, 0))
             units[record.group][record.prompt_id] = (hits + bool(record.detail.get("matches")), total + 1)
@@ -149,11 +150,14 @@ class HonestEvaluation(Evaluation):
 
     def metrics(self, scored: HonestCompletions, *, seed: int) -> list[MetricResult]:
         from fairness_core.api.refusals import refusal_metrics
+        from fairness_core.api.withheld import withheld_metrics
         from fairness_core.evaluations.honest.metrics import honest_metrics
 
         return [*honest_metrics(scored, self.limits, groups=self.groups, seed=seed),
                 *refusal_metrics(self.name, scored.refusal_counts, self.limits.refusals,
-                                 detected=self.answers.detects_refusals, seed=seed)]
+                                 detected=self.answers.detects_refusals, seed=seed),
+                *withheld_metrics(self.name, scored.refusal_counts, self.limits.withheld,
+                                  detected=self.answers.detects_refusals)]
 
     def completion_records(self, scored: HonestCompletions) -> list[CompletionRecord]:
         from fairness_core.reporting.results import CompletionRecord
@@ -163,7 +167,10 @@ class HonestEvaluation(Evaluation):
                                  detail={"matches": [vars(m) for m in r.matches]}) for r in scored.rows] + [
             CompletionRecord(template_id=a.prompt.template_id, group=a.prompt.group, term=a.prompt.term,
                              prompt=a.prompt.text, completion=a.raw, detail={"matches": [], "refusal": a.refusal})
-            for a in scored.refused]
+            for a in scored.refused] + [
+            CompletionRecord(template_id=a.prompt.template_id, group=a.prompt.group, term=a.prompt.term,
+                             prompt=a.prompt.text, completion=a.raw, detail={"matches": [], "withheld": a.withheld})
+            for a in scored.withheld]
 
     def provenance(self) -> dict[str, Any]:
         lexicon = self._loaded_lexicon()

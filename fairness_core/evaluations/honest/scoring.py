@@ -41,23 +41,25 @@ class ScoredCompletion:
 
 @dataclass(frozen=True)
 class Count:
-    """How many of ``total`` completions were hurtful; ``rate`` is the HONEST score."""
+    """How many of ``total`` completions were hurtful; ``rate`` is the HONEST score, ``None`` over no answers."""
 
     hits: int
     total: int
 
     @property
-    def rate(self) -> float:
-        return self.hits / self.total if self.total else 0.0
+    def rate(self) -> float | None:
+        return self.hits / self.total if self.total else None
 
 
 @dataclass(frozen=True)
 class HonestCompletions:
-    """The scored answers (``rows``) and, under a chat format, the refusals, which are neither hurtful nor not."""
+    """The scored answers (``rows``) and, under a chat format, the refusals and the withheld outputs, which are
+    neither hurtful nor not."""
 
     rows: Sequence[ScoredCompletion]
     groups: tuple[str, ...]
     refused: tuple[Answer, ...] = field(default=(), kw_only=True)
+    withheld: tuple[Answer, ...] = field(default=(), kw_only=True)
 
     def select(self, *, group: str | None = None, template_id: str | None = None,
                category: str | None = None) -> list[ScoredCompletion]:
@@ -65,9 +67,14 @@ class HonestCompletions:
         rows = self._cells.get((group, template_id), [])
         return list(rows) if category is None else [row for row in rows if row.hurtful_in(category)]
 
+    def unanswered(self, group: str, template_id: str | None = None) -> int:
+        """How many outputs of ``group`` (in one template, or all) were refusals or withheld: not scored."""
+        return sum(a.prompt.group == group and template_id in (None, a.prompt.template_id)
+                   for a in (*self.refused, *self.withheld))
+
     @functools.cached_property
     def refusal_counts(self) -> RefusalCounts:
-        return RefusalCounts((row.prompt for row in self.rows), self.refused, self.groups)
+        return RefusalCounts((row.prompt for row in self.rows), self.refused, self.groups, withheld=self.withheld)
 
     @functools.cached_property
     def _cells(self) -> dict[tuple[str | None, str | None], list[ScoredCompletion]]:
@@ -90,8 +97,9 @@ class HonestCompletions:
         return Count(sum(row.hurtful_in(category) for row in pool), len(pool))
 
     def template_ids(self) -> list[str]:
-        """The templates of the rows, in order of first appearance."""
-        return list(dict.fromkeys(row.prompt.template_id for row in self.rows))
+        """The templates of every output (answers, refusals, withheld), in order of first appearance."""
+        outputs = (*(row.prompt for row in self.rows), *(a.prompt for a in (*self.refused, *self.withheld)))
+        return list(dict.fromkeys(prompt.template_id for prompt in outputs))
 
     def unit_counts(self, group: str, *, by: Literal["prompt", "term"] = "prompt") -> list[tuple[int, int]]:
         """``(hurtful, total)`` of each prompt (or each term) of ``group``, in order of first appearance.
@@ -137,7 +145,8 @@ class HonestCompletions:
             for prompt, rows in part.by_prompt().items():
                 by_prompt.setdefault(prompt, []).extend(rows)
         return HonestCompletions(tuple(row for rows in by_prompt.values() for row in rows), parts[0].groups,
-                                 refused=tuple(answer for part in parts for answer in part.refused))
+                                 refused=tuple(answer for part in parts for answer in part.refused),
+                                 withheld=tuple(answer for part in parts for answer in part.withheld))
 
 
 def evaluate_honest(
@@ -148,5 +157,6 @@ def evaluate_honest(
     match each answer."""
     answers = read_answers(backend, prompts, protocol, reader, evaluation="honest", samples=samples)
     return HonestCompletions(tuple(
-        ScoredCompletion(a.prompt, a.text, tuple(matcher.find(a.text))) for a in answers if a.refusal is None
-    ), groups=tuple(groups), refused=tuple(a for a in answers if a.refusal is not None))
+        ScoredCompletion(a.prompt, a.text, tuple(matcher.find(a.text))) for a in answers if a.scored
+    ), groups=tuple(groups), refused=tuple(a for a in answers if a.refusal is not None),
+        withheld=tuple(a for a in answers if a.withheld is not None))

@@ -8,6 +8,7 @@ and interval against its threshold, the sample size and the evidence.
 import pytest
 
 from fairness_core.api.refusals import check_refusal_gap
+from fairness_core.api.withheld import check_withheld_rate
 from fairness_core.evaluations.honest.evidence import hurtful_evidence
 from fairness_core.evaluations.honest.lexicon import HURTLEX_CATEGORIES
 from fairness_core.scorecard import metric_id
@@ -38,10 +39,11 @@ def test_ratio(audit):
     """HONEST-score ratio between groups (first over second; with more groups highest over lowest)."""
     results = audit.scored("honest")
     counts = {g: results.count(group=g) for g in results.groups}
-    highest = max(counts, key=lambda g: counts[g].rate)
+    highest = max(counts, key=lambda g: counts[g].rate or 0.0)
     audit.check(
         metric_id("honest", "honest_ratio"),
-        where=[" vs ".join(f"{g} honest_score {c.rate:.3f}" for g, c in counts.items())],
+        where=[" vs ".join(f"{g} honest_score " + (f"{c.rate:.3f}" if c.rate is not None else "not judged (no answers)")
+                           for g, c in counts.items())],
         evidence=lambda: hurtful_evidence(results.select(group=highest)),
         evidence_total=counts[highest].hits,
     )
@@ -60,3 +62,9 @@ def test_category(audit, group, category):
 def test_refusal_gap(audit):
     """Under a chat format: the gap between the groups' refusal rates (a refusal is neither hurtful nor scored)."""
     check_refusal_gap(audit, "honest", audit.scored("honest").refusal_counts)
+
+
+@pytest.mark.fairness_chat_format
+def test_withheld_rate(audit, group):
+    """Under a chat format: one group's share of outputs with no answer to read (empty, reasoning only)."""
+    check_withheld_rate(audit, "honest", audit.scored("honest").refusal_counts, group)

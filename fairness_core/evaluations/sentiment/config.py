@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fairness_core.api.refusals import RefusalLimits
+from fairness_core.api.withheld import WithheldLimits
 from fairness_core.config.thresholds import Rate, SamplingProtocol
 from fairness_core.config.validation import StrictModel
 
@@ -23,3 +24,4 @@ class SentimentConfig(StrictModel):
     max_mean_gap: Rate
     max_counterfactual_distance: Rate
     refusals: RefusalLimits = RefusalLimits()
+    withheld: WithheldLimits = WithheldLimits()

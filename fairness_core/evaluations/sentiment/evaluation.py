@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from fairness_core.api.evaluation import SHARE, Evaluation, MetricSpec
 from fairness_core.api.refusals import REFUSAL_SPECS
+from fairness_core.api.withheld import WITHHELD_SPECS
 from fairness_core.config.option_types import AUDIT, Option
 from fairness_core.evaluations.sentiment.config import SentimentConfig
 from fairness_core.evaluations.sentiment.section import SentimentSection
@@ -46,7 +47,7 @@ class SentimentEvaluation(Evaluation):
     metric_specs: ClassVar[tuple[MetricSpec, ...]] = (
         MetricSpec("group_distance", bounds=SHARE), MetricSpec("average_group_fairness", bounds=SHARE),
         MetricSpec("mean_gap", bounds=SHARE), MetricSpec("mean_sentiment", "higher", bounds=SHARE),
-        MetricSpec("counterfactual_fairness", bounds=SHARE), *REFUSAL_SPECS)
+        MetricSpec("counterfactual_fairness", bounds=SHARE), *REFUSAL_SPECS, *WITHHELD_SPECS)
     options: ClassVar[tuple[Option, ...]] = (
         Option("--sentiment", "sentiment scorer: hub id or path of a text classifier, or 'lexicon' for the offline "
                "polarity lexicon", default_text=f"the model's own where it brings one, as the demo models bring "
@@ -88,7 +89,7 @@ class SentimentEvaluation(Evaluation):
         """Per group, each prompt's scores, by prompt id: the paired regression test's unit."""
         units: dict[str, dict[str, list[float]]] = {g: {} for g in self.groups}
         for record in records:
-            if "refusal" in record.detail:  # not scored
+            if "refusal" in record.detail or "withheld" in record.detail:  # not scored
                 continue
             units[record.group].setdefault(record.prompt_id, []).append(cast(float, record.detail["score"]))
         return units
@@ -133,11 +134,14 @@ class SentimentEvaluation(Evaluation):
 
     def metrics(self, scored: SentimentCompletions, *, seed: int) -> list[MetricResult]:
         from fairness_core.api.refusals import refusal_metrics
+        from fairness_core.api.withheld import withheld_metrics
         from fairness_core.evaluations.sentiment.metrics import sentiment_metrics
 
         return [*sentiment_metrics(scored, self.limits, groups=self.groups, seed=seed),
                 *refusal_metrics(self.name, scored.refusal_counts, self.limits.refusals,
-                                 detected=self.answers.detects_refusals, seed=seed)]
+                                 detected=self.answers.detects_refusals, seed=seed),
+                *withheld_metrics(self.name, scored.refusal_counts, self.limits.withheld,
+                                  detected=self.answers.detects_refusals)]
 
     def completion_records(self, scored: SentimentCompletions) -> list[CompletionRecord]:
         from fairness_core.reporting.results import CompletionRecord
@@ -147,7 +151,10 @@ class SentimentEvaluation(Evaluation):
                 for r in scored.rows] + [
             CompletionRecord(template_id=a.prompt.template_id, group=a.prompt.group, term=a.prompt.term,
                              prompt=a.prompt.text, completion=a.raw, detail={"refusal": a.refusal})
-            for a in scored.refused]
+            for a in scored.refused] + [
+            CompletionRecord(template_id=a.prompt.template_id, group=a.prompt.group, term=a.prompt.term,
+                             prompt=a.prompt.text, completion=a.raw, detail={"withheld": a.withheld})
+            for a in scored.withheld]
 
     def provenance(self) -> dict[str, Any]:
         return {"protocol": self.protocol_provenance(), "templates": list(self.templates),

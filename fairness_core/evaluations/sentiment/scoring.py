@@ -34,15 +34,17 @@ class ScoredSentiment:
 
 @dataclass(frozen=True)
 class SentimentCompletions:
-    """The scored answers (``rows``) and, under a chat format, the refusals, which are not scored."""
+    """The scored answers (``rows``) and, under a chat format, the refusals and the withheld outputs, which are
+    not scored."""
 
     rows: tuple[ScoredSentiment, ...]
     groups: tuple[str, ...]
     refused: tuple[Answer, ...] = field(default=(), kw_only=True)
+    withheld: tuple[Answer, ...] = field(default=(), kw_only=True)
 
     @property
     def refusal_counts(self) -> RefusalCounts:
-        return RefusalCounts((row.prompt for row in self.rows), self.refused, self.groups)
+        return RefusalCounts((row.prompt for row in self.rows), self.refused, self.groups, withheld=self.withheld)
 
     def select(self, *, group: str | None = None, template_id: str | None = None) -> list[ScoredSentiment]:
         return [row for row in self.rows
@@ -53,6 +55,11 @@ class SentimentCompletions:
         """Scores per group, over all templates or one."""
         return {g: [r.score for r in self.select(group=g, template_id=template_id)] for g in self.groups}
 
+    def template_ids(self) -> list[str]:
+        """The templates of every output (answers, refusals, withheld), in order of first appearance."""
+        outputs = (*(row.prompt for row in self.rows), *(a.prompt for a in (*self.refused, *self.withheld)))
+        return list(dict.fromkeys(prompt.template_id for prompt in outputs))
+
     def distances(self, *, template_id: str | None = None) -> dict[str, float]:
         """W1 between each group's scores and the pooled scores."""
         return group_distances(self.scores(template_id=template_id))
@@ -60,18 +67,18 @@ class SentimentCompletions:
     def average_group_fairness(self, *, template_id: str | None = None) -> float:
         return average_group_fairness(self.scores(template_id=template_id))
 
-    def means(self, *, template_id: str | None = None) -> dict[str, float]:
-        scores = self.scores(template_id=template_id)
-        empty = [a for a, s in scores.items() if not s]
-        if empty:
-            raise ValueError(f"No sentiment scores for {empty}" + (f" in template {template_id!r}" if template_id else ""))
-        return {a: sum(s) / len(s) for a, s in scores.items()}
+    def means(self, *, template_id: str | None = None) -> dict[str, float | None]:
+        """Each group's mean score; ``None`` for a group with no answers (every output a refusal or withheld)."""
+        return {a: sum(s) / len(s) if s else None for a, s in self.scores(template_id=template_id).items()}
 
-    def counterfactual_fairness(self, *, template_id: str | None = None) -> float:
-        """Mean W1 over templates (or one) and pairs of names from different attributes."""
+    def counterfactual_fairness(self, *, template_id: str | None = None) -> float | None:
+        """Mean W1 over templates (or one) and pairs of names from different attributes; ``None`` when no template
+        has answers of two groups."""
         grouped: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
         for row in self.select(template_id=template_id):
             grouped[row.prompt.template_id][row.prompt.group][row.prompt.term].append(row.score)
+        if not any(len(groups) >= 2 for groups in grouped.values()):
+            return None
         return counterfactual_fairness(grouped)
 
 
@@ -80,8 +87,9 @@ def evaluate_sentiment(backend: Backend, prompts: Sequence[Prompt], protocol: Sa
                        reader: AnswerReader = AnswerReader()) -> SentimentCompletions:
     """Complete every prompt ``protocol.num_samples`` times, read each output and score each answer."""
     answers = read_answers(backend, prompts, protocol, reader, evaluation="sentiment")
-    answered = [a for a in answers if a.refusal is None]
+    answered = [a for a in answers if a.scored]
     scores = scorer.score([a.text for a in answered])
     return SentimentCompletions(tuple(
         ScoredSentiment(a.prompt, a.text, score) for a, score in zip(answered, scores, strict=True)
-    ), groups=tuple(groups), refused=tuple(a for a in answers if a.refusal is not None))
+    ), groups=tuple(groups), refused=tuple(a for a in answers if a.refusal is not None),
+        withheld=tuple(a for a in answers if a.withheld is not None))

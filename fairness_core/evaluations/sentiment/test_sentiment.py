@@ -9,6 +9,7 @@ reference study did, the most negative and most positive completions.
 import pytest
 
 from fairness_core.api.refusals import check_refusal_gap
+from fairness_core.api.withheld import check_withheld_rate
 from fairness_core.evaluations.sentiment.evidence import sentiment_evidence
 from fairness_core.scorecard import metric_id
 
@@ -20,7 +21,8 @@ def _check(audit, metric, where, *, template_id=None, groups=None):
     means = results.means(template_id=template_id)
     audit.check(
         metric,
-        where=[*where, "mean sentiment: " + ", ".join(f"{g} {m:.3f}" for g, m in means.items())],
+        where=[*where, "mean sentiment: " + ", ".join(f"{g} {m:.3f}" if m is not None else f"{g} no answers"
+                                                      for g, m in means.items())],
         evidence=lambda: sentiment_evidence(results, groups or results.groups, template_id=template_id),
     )
 
@@ -57,3 +59,9 @@ def test_counterfactual_fairness(audit):
 def test_refusal_gap(audit):
     """Under a chat format: the gap between the groups' refusal rates (a refusal is not scored)."""
     check_refusal_gap(audit, "sentiment", audit.scored("sentiment").refusal_counts)
+
+
+@pytest.mark.fairness_chat_format
+def test_withheld_rate(audit, group):
+    """Under a chat format: one group's share of outputs with no answer to read (empty, reasoning only)."""
+    check_withheld_rate(audit, "sentiment", audit.scored("sentiment").refusal_counts, group)

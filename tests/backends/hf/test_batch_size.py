@@ -26,11 +26,11 @@ def test_out_of_memory_halves_the_batch_and_retries(tiny_models, monkeypatch):
     real = backend._generate_batch
     attempts = []
 
-    def fits_three_rows(requests, encoded, protocol):
+    def fits_three_rows(requests, encoded, protocol, reading):
         attempts.append(len(requests))
         if len(requests) > 3:
             raise torch.OutOfMemoryError("simulated: CUDA out of memory")
-        return real(requests, encoded, protocol)
+        return real(requests, encoded, protocol, reading)
 
     monkeypatch.setattr(backend, "_generate_batch", fits_three_rows)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
@@ -43,7 +43,7 @@ def test_out_of_memory_at_batch_size_one_is_raised(tiny_models, monkeypatch):
     model, tokenizer = tiny_models["sentencepiece"]
     backend = HFBackend(model, tokenizer, batch_size=2)
 
-    def never_fits(requests, encoded, protocol):
+    def never_fits(requests, encoded, protocol, reading):
         raise torch.OutOfMemoryError("simulated: CUDA out of memory")
 
     monkeypatch.setattr(backend, "_generate_batch", never_fits)

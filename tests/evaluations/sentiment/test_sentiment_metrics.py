@@ -308,7 +308,7 @@ def test_sentiment_results_are_fair_when_names_are_swapped(data, template_scores
     assert results.counterfactual_fairness() == pytest.approx(0.0, abs=TOLERANCE)
 
 
-@pytest.mark.parametrize("method", ["means", "average_group_fairness", "distances"])
+@pytest.mark.parametrize("method", ["average_group_fairness", "distances"])
 def test_sentiment_results_without_one_attribute_raise_value_error(method):
     """No completion for a group (or an unknown template_id) must say so, not divide by zero."""
     results = rows_from([("t1", "female", "陽子", 0.5)])
@@ -316,6 +316,10 @@ def test_sentiment_results_without_one_attribute_raise_value_error(method):
         getattr(results, method)()
     with pytest.raises(ValueError):
         getattr(rows_from([("t1", "female", "陽子", 0.5), ("t1", "male", "蓮", 0.5)]), method)(template_id="t9")
+
+
+def test_the_mean_of_a_group_without_answers_is_none_not_zero():
+    assert rows_from([("t1", "female", "陽子", 0.5)]).means() == {"female": 0.5, "male": None}
 
 
 # --- evaluate_sentiment -----------------------------------------------------------------------------

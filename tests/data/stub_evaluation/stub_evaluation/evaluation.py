@@ -19,8 +19,10 @@ from fairness_core.statistics import wilson_interval
 
 
 class StubConfig(StrictModel):
+    """Its section of a thresholds file; with a default for every key, a file without the section still runs it."""
+
     protocol: SamplingProtocol = SamplingProtocol(num_samples=2, max_new_tokens=4)
-    max_unfinished_share: Rate
+    max_unfinished_share: Rate = 0.5
 
 
 def unfinished(text: str) -> bool:
