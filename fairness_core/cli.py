@@ -66,7 +66,8 @@ def manifest(backend: Backend, settings: BackendSettings, prompt_sets: Sequence[
         "prompt_format": settings.prompt_format.name,
         "evaluations": {s.evaluation: {"protocol": s.protocol.model_dump(), "prompts": len(s.prompts),
                                        "prompt_set_sha256": prompt_set_sha256(
-                                           (p.text for p in s.prompts), settings.prompt_format.identity(s.protocol))}
+                                           (p.text for p in s.prompts), settings.prompt_format.identity(s.protocol)),
+                                       **({"provenance": dict(s.provenance)} if s.provenance else {})}
                         for s in prompt_sets},
     }
 

@@ -254,6 +254,8 @@ class ScriptedServer(ServedInThread, ThreadingHTTPServer):
         #: A chat request's body -> (message fields, finish reason): the whole answer, where ``answer`` gives its text.
         self.reply = None
         self.prompt_logprobs = None
+        #: What a scoring request (echo with logprobs) is answered with when not 200: 500, as transformers serve does.
+        self.echo_status = 200
         self.lock = threading.Lock()
 
     @property
@@ -311,6 +313,9 @@ class Handler(BaseHTTPRequestHandler):
         unknown = sorted(k for k in body if k in ("continue_final_message", "add_generation_prompt", "top_k"))
         if chat and self.server.chat_status == 422 and unknown:
             self._send(422, json.dumps({"error": {"message": f"Unexpected fields in the request: {unknown}"}}).encode())
+            return
+        if body.get("echo") and self.server.echo_status != 200:
+            self._send(self.server.echo_status, b'{"error": {"message": "Internal Server Error"}}')
             return
         fault = self.server.next_fault()
         text = self.server.answer(body) if self.server.answer else f"<{body.get('seed')}>{self.server.text_suffix}"

@@ -14,8 +14,9 @@ writes to a completions file; request ids are ``<evaluation>/<prompt id>``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import field_validator
 
@@ -71,11 +72,18 @@ def unique_ids(templates: tuple[Template, ...]) -> tuple[Template, ...]:
 
 @dataclass(frozen=True)
 class PromptSet:
-    """One evaluation's prompts and the protocol they are sampled under."""
+    """One evaluation's prompts and the protocol they are sampled under.
+
+    ``provenance`` is what else a completions file must record for the audit of
+    it to check that it asks the same questions the same way (a question file's
+    hash, the scorer), written to the manifest's entry of the evaluation when
+    the evaluation gives any.
+    """
 
     evaluation: str
     protocol: SamplingProtocol
     prompts: tuple[Prompt, ...]
+    provenance: Mapping[str, Any] = field(default_factory=dict)
 
     def requests(self) -> list[Request]:
         return requests_for(self.prompts, self.protocol, evaluation=self.evaluation)

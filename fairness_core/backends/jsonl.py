@@ -137,6 +137,22 @@ def resolve_paths(spec: str) -> list[Path]:
     return files
 
 
+def recorded_evaluation(spec: str, evaluation: str) -> dict[str, Any] | None:
+    """What the first file of ``--completions=spec`` records of ``evaluation`` in its manifest (protocol, prompts,
+    provenance), read from its first line only; ``None`` when it records nothing of it or cannot be read.
+
+    For an evaluation that decides before the run what to ask of the files
+    (which scorer): the files themselves are checked when the backend opens.
+    """
+    try:
+        with resolve_paths(spec)[0].open(encoding="utf-8") as file:
+            manifest = json.loads(file.readline()).get("manifest")
+        found = manifest["evaluations"].get(evaluation)
+    except (CompletionsFileError, OSError, ValueError, AttributeError, KeyError, TypeError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def _fail(problem: str, wheres: Sequence[str]) -> CompletionsFileError:
     return CompletionsFileError(f"{wheres[0]}: {problem} ({len(wheres)} line{'s' * (len(wheres) != 1)} in all).")
 

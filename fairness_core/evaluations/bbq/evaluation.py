@@ -17,23 +17,23 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from fairness_core.api.evaluation import Evaluation, MetricSpec
 from fairness_core.config.option_types import AUDIT, GENERATE, PLAN, Option, one_of
 from fairness_core.evaluations.bbq.config import BbqConfig
+from fairness_core.evaluations.bbq.items import POOL
+from fairness_core.evaluations.bbq.scorer_choice import AUTO
 from fairness_core.evaluations.bbq.scoring import GENERATED_CHOICE, LIKELIHOOD, SCORERS
 from fairness_core.evaluations.bbq.section import BbqSection
 
 if TYPE_CHECKING:
     from fairness_core.api.options import AuditOptions
-    from fairness_core.api.prompts import Prompt
+    from fairness_core.api.prompts import Prompt, PromptSet
     from fairness_core.backends.base import Backend
     from fairness_core.config.attribute_sets import AttributeSet
     from fairness_core.config.thresholds import AuditConfig
     from fairness_core.evaluations.bbq.questions import QuestionSet
     from fairness_core.evaluations.bbq.scoring import BbqAnswers
-    from fairness_core.reporting.results import CompletionRecord
+    from fairness_core.reporting.results import AuditResults, CompletionRecord
     from fairness_core.scorecard import MetricResult
 
 ALL_COMMANDS = frozenset({AUDIT, GENERATE, PLAN})
-#: The audit tests' ``category`` value of the pool of every category (when there are several).
-POOL = "all"
 
 
 class BbqEvaluation(Evaluation):
@@ -52,22 +52,34 @@ class BbqEvaluation(Evaluation):
                "fields, a folder of them, or several comma-separated", metavar="PATH", commands=ALL_COMMANDS),
         Option("--bbq-subset", "with --bbq-file: nejumi asks only the 20 test items per category that Nejumi LLM "
                "Leaderboard 4 scores", one_of("nejumi"), default_text="every item", commands=ALL_COMMANDS),
-        Option("--bbq-scorer", "likelihood (each option's log-probability; base models, in process or a server that "
+        Option("--bbq-scorer", "auto (likelihood where the backend scores continuations and the format is completion; "
+               "generated-choice under chat-instruction, or when the server cannot score; for --backend=jsonl what the "
+               "files hold), likelihood (each option's log-probability; base models, in process or a server that "
                "echoes prompt log-probabilities) or generated-choice (Nejumi's prompt, the answer's index generated; "
-               "any backend)", one_of(*SCORERS), LIKELIHOOD, commands=ALL_COMMANDS),
+               "any backend)", one_of(AUTO, *SCORERS), AUTO, commands=ALL_COMMANDS),
     )
 
     def __init__(self, config: AuditConfig, attributes: AttributeSet, values: Mapping[str, Any]):
         """The questions of ``--bbq-file`` (``--bbq-subset``) or of the attribute set's templates, asked the way
         ``--bbq-scorer`` says; the groups are the questions' categories."""
         from fairness_core.evaluations.bbq.questions import asked_questions
+        from fairness_core.evaluations.bbq.scorer_choice import ScorerChoiceError, choose_scorer, recorded_mismatch
         from fairness_core.evaluations.bbq.scoring import choice_prompts
 
         path = values.get("bbq_file")
-        self.scorer: str = values.get("bbq_scorer") or LIKELIHOOD
-        self.questions: QuestionSet = asked_questions(attributes, path=str(path) if path else None,
+        #: The scorer ``--bbq-scorer`` names, or the one ``auto`` takes for these options, and why.
+        self.choice = choose_scorer(values.get("bbq_scorer"), prompt_format=values.get("prompt_format"),
+                                    backend=values.get("backend"), completions=values.get("completions"))
+        self.scorer: str = self.choice.scorer
+        #: Why the run answered by generated choice where ``auto`` had taken the likelihood scorer (set by :meth:`run`).
+        self.fallback_reason: str | None = None
+        # An empty --bbq-file (an unset CI variable) is no file, and says so: never the project's questions.
+        self.questions: QuestionSet = asked_questions(attributes, path=None if path is None else str(path),
                                                       subset=values.get("bbq_subset"),
                                                       few_shots=config.section(self.name).few_shots)
+        mismatch = recorded_mismatch(self.choice.recorded, self.questions.provenance(), values.get("completions"))
+        if mismatch:
+            raise ScorerChoiceError(mismatch)
         #: Each item's Nejumi prompt by item key: the generated-choice scorer's questions.
         self.choice_prompts: dict[str, Prompt] = choice_prompts(self.questions.items, self.questions.shots)
         super().__init__(config, attributes, values)
@@ -85,9 +97,17 @@ class BbqEvaluation(Evaluation):
     def build_prompts(self, attributes: AttributeSet) -> tuple[Prompt, ...]:
         """What the run generates: the distinct generated-choice prompts, or nothing (the likelihood scorer generates
         no text), so that ``generate`` and ``plan`` ask what the audit asks."""
-        if self.scorer != GENERATED_CHOICE:
+        if self.scorer != GENERATED_CHOICE or self.choice.not_judged:
             return ()
         return tuple({p.text: p for p in self.choice_prompts.values()}.values())
+
+    def prompt_set(self) -> PromptSet:
+        """The prompts, with what a completions file must record for its audit: the scorer and which questions."""
+        import dataclasses
+
+        recorded = {"scorer": self.scorer, "questions": {"data": self.questions.data},
+                    **({"not_judged": self.choice.not_judged} if self.choice.not_judged else {})}
+        return dataclasses.replace(super().prompt_set(), provenance=recorded)
 
     def asks_something(self) -> bool:
         """Questions, whether or not the scorer generates text for them (the likelihood scorer generates none)."""
@@ -119,10 +139,26 @@ class BbqEvaluation(Evaluation):
         return gated_values(self.groups, units)
 
     def run(self, backend: Backend) -> BbqAnswers:
-        from fairness_core.evaluations.bbq.scoring import by_choice, by_likelihood
+        from fairness_core.backends.base import GenerationError
+        from fairness_core.evaluations.bbq.scoring import BbqAnswers, ScorerUnavailableError, by_choice, by_likelihood
 
+        if self.choice.not_judged:
+            return BbqAnswers((), self.scorer, skip_reason=self.choice.not_judged)
         if self.scorer == LIKELIHOOD:
-            return by_likelihood(backend, self.questions.items, self.limits.normalization)
+            try:
+                return by_likelihood(backend, self.questions.items, self.limits.normalization)
+            except (ScorerUnavailableError, GenerationError) as err:
+                if not self.choice.fallback:
+                    raise
+                from fairness_core.evaluations.bbq.scorer_choice import fallback_reason, short_error
+
+                self.scorer = GENERATED_CHOICE
+                self.fallback_reason = fallback_reason(err)
+                try:
+                    return by_choice(backend, self.questions.items, self.choice_prompts, self.protocol)
+                except GenerationError as again:  # a server that can neither score nor answer these questions
+                    return BbqAnswers((), self.scorer, skip_reason=f"not judged: {self.fallback_reason}; and the "
+                                                                   f"questions failed too ({short_error(again)})")
         return by_choice(backend, self.questions.items, self.choice_prompts, self.protocol)
 
     def metrics(self, scored: BbqAnswers, *, seed: int) -> list[MetricResult]:
@@ -136,7 +172,8 @@ class BbqEvaluation(Evaluation):
         return [completion_record(answer) for answer in scored.answers]
 
     def provenance(self) -> dict[str, Any]:
-        scorer: dict[str, Any] = {"scorer": self.scorer}
+        why = self.fallback_reason or self.choice.why
+        scorer: dict[str, Any] = {"scorer": self.scorer, **({"scorer_choice": why} if why else {})}
         if self.scorer == LIKELIHOOD:
             scorer["normalization"] = self.limits.normalization
         else:
@@ -146,13 +183,21 @@ class BbqEvaluation(Evaluation):
 
     def describe(self) -> str:
         questions = self.questions
-        if self.scorer == LIKELIHOOD:
+        if self.choice.not_judged:
+            how = self.choice.not_judged
+        elif self.scorer == LIKELIHOOD:
             how = (f"likelihood scorer ({self.limits.normalization.replace('_', '-')} log-probability of each option, "
                    f"{3 * len(questions.items)} texts scored)")
         else:
-            how = (f"generated-choice scorer (Nejumi's prompt, {self.limits.few_shots} shots, "
-                   f"{len(self.prompts)} prompts, greedy, at most {self.protocol.max_new_tokens} tokens)")
-        return f"bbq: {len(questions.items)} questions ({', '.join(questions.categories)}), {how}; data: {questions.source}"
+            shots = {c: len(questions.shots.get(c, ())) for c in questions.categories}
+            shown = (f"{next(iter(shots.values()))} shots" if len(set(shots.values())) == 1 else
+                     "shots " + ", ".join(f"{c} {n}" for c, n in shots.items()))
+            how = (f"generated-choice scorer (Nejumi's prompt, {shown}, {len({p.text for p in self.choice_prompts.values()})} "
+                   f"prompts, greedy, at most {self.protocol.max_new_tokens} tokens)")
+        why = self.fallback_reason or self.choice.why
+        why = f" [{why}]" if why and not self.choice.not_judged else ""
+        return (f"bbq: {len(questions.items)} questions ({', '.join(questions.categories)}), {how}{why}; "
+                f"data: {questions.source}")
 
     def plan_lines(self, options: AuditOptions) -> list[str]:
         limits = self.limits
@@ -160,6 +205,21 @@ class BbqEvaluation(Evaluation):
                 f"  bbq limits per category: |bias_score_ambig| <= {limits.max_bias_score_ambig:g}, "
                 f"|bias_score_disambig| <= {limits.max_bias_score_disambig:g}, "
                 f"|accuracy_gap| <= {limits.max_accuracy_gap:g}, bias_score >= {limits.min_bias_score:g}"]
+
+    def cannot_run(self, options: AuditOptions, backend: Backend | None = None) -> str | None:
+        """Why BBQ cannot run on the options given (chat-prefill, completions files without BBQ answers), known from
+        its construction, or ``None``.  A server that cannot score is no reason: the run falls back to generated
+        choice and says so."""
+        why = self.choice.not_judged
+        return why.removeprefix("not judged: ") if why else None
+
+    @classmethod
+    def summary_lines(cls, results: AuditResults) -> list[str]:
+        """The scorer, where ``auto`` chose it by what the run found (a server that could not score)."""
+        recorded = results.provenance.evaluations.get(cls.name, {})
+        why = recorded.get("scorer_choice", "")
+        return [f"bbq: answered by the {recorded.get('scorer')} scorer: {why}"] if why.startswith("--bbq-scorer") \
+            else []
 
     def simulator(self) -> Any:
         from fairness_core.evaluations.bbq.simulation import BbqSimulator

@@ -35,13 +35,15 @@ import hashlib
 import io
 import json
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fairness_core.errors import AuditUsageError
-from fairness_core.evaluations.bbq.items import Item
+from fairness_core.evaluations.bbq.items import POOL, Item
+from fairness_core.japanese.morphology import normalize
 
 #: Nejumi's list of unknown labels (``upload_jbbq.py``): BBQ's ten English unknown phrases, and its group label.
 UNKNOWN_LABELS = ("unknown", "Unknown", "Cannot be determined", "Can't be determined", "Not answerable", "Not known",
@@ -52,6 +54,8 @@ GENDER_SPELLINGS = {spelling: "female" for spelling in ("F", "f", "woman", "wome
 GENDER_SPELLINGS.update({spelling: "male" for spelling in ("M", "m", "man", "men", "boy", "male", "男性", "男の子", "男")})
 #: Nejumi's stereotyped groups of the JBBQ disability rows that name none.
 UNNAMED_DISABILITY_GROUPS = ("弱視の人", "全盲の人")
+#: A field of an option past BBQ's three (``ans3``, ...).
+EXTRA_OPTION = re.compile(r"ans([3-9]|[1-9][0-9]+)")
 REQUIRED = ("example_id", "question_index", "question_polarity", "context_condition", "category", "answer_info",
             "additional_metadata", "context", "question", "ans0", "ans1", "ans2", "label")
 
@@ -81,6 +85,10 @@ class QuestionFile:
         names = ", ".join(str(p) for p in self.paths)
         return f"{names} ({len(self.items)} items, sha256 {self.sha256[:12]})"
 
+    def identity(self) -> str:
+        """The files by name and content hash: the same wherever they are copied."""
+        return f"{', '.join(p.name for p in self.paths)} (sha256 {self.sha256[:12]})"
+
 
 def resolve_paths(spec: str) -> list[Path]:
     """The files of ``--bbq-file``: files and folders (their ``*.jsonl`` and ``*.csv``), comma-separated."""
@@ -97,7 +105,16 @@ def resolve_paths(spec: str) -> list[Path]:
         else:
             raise QuestionFileError(f"--bbq-file={part}: no such file or folder.")
     if not paths:
-        raise QuestionFileError("--bbq-file is empty: give a BBQ or JBBQ file (JSONL or CSV), or a folder of them.")
+        raise QuestionFileError(f"--bbq-file={spec!r} names no file: give a BBQ or JBBQ file (JSONL or CSV), a folder "
+                                f"of them, or several comma-separated (an empty value is no file: leave the option out "
+                                f"to ask the project's own questions).")
+    first: dict[Path, Path] = {}
+    for path in paths:
+        seen = first.setdefault(path.resolve(), path)
+        if seen is not path:
+            named = f"as {seen} and as {path}" if str(seen) != str(path) else "twice"
+            raise QuestionFileError(f"--bbq-file={spec}: the file {path} is named {named}, and each of its items "
+                                    f"would be asked and counted twice. Name each file once.")
     return paths
 
 
@@ -119,10 +136,11 @@ def read_question_file(spec: str) -> QuestionFile:
                 item = item_from_row(row, where)
             except (ValueError, KeyError, TypeError) as err:
                 raise QuestionFileError(f"{where}: {err}") from None
-            first = seen.setdefault((item.category, item.example_id), where)
-            if first != where:
+            first = seen.get((item.category, item.example_id))
+            if first is not None:
                 raise QuestionFileError(f"{where}: example_id {item.example_id} of category {item.category!r} "
                                         f"repeats {first}; an item is named by its category and example_id.")
+            seen[(item.category, item.example_id)] = where
             items.append(item)
     if not items:
         raise QuestionFileError(f"--bbq-file={spec}: no items in {', '.join(map(str, paths))}.")
@@ -177,10 +195,24 @@ def item_from_row(row: Any, where: str) -> Item:
         raise ValueError(f"label must be 0, 1 or 2, not {label!r}")
     if type(row["example_id"]) is not int:
         raise ValueError(f"example_id must be a whole number, not {row['example_id']!r}")
+    info = row["answer_info"]
+    given = [k for k, v in row.items() if v not in (None, "")] + list(info if isinstance(info, dict) else ())
+    extra = sorted({str(k) for k in given if EXTRA_OPTION.fullmatch(str(k))})
+    if extra:
+        raise ValueError(f"a field {', '.join(extra)}: BBQ's items have three options, ans0-ans2 (two people and "
+                         f"unknown), and a further option would be dropped unasked; give the item with three")
     answers = tuple(row[f"ans{i}"] for i in range(3))
     if not all(isinstance(a, str) and a for a in answers) or not all(
             isinstance(row[k], str) and row[k] for k in ("context", "question", "category")):
         raise ValueError("context, question, category and ans0-ans2 must be non-empty strings")
+    if row["category"].strip() == POOL:
+        raise ValueError(f"category {POOL!r} is the name the audit gives the pool of all categories; rename the "
+                         f"category")
+    same = [(i, j) for i in range(3) for j in range(i + 1, 3) if _same_text(answers[i], answers[j])]
+    if same:
+        i, j = same[0]
+        raise ValueError(f"ans{i} and ans{j} have the same text {answers[i]!r}: the model cannot tell them apart, and "
+                         f"the answer would be decided by position; every option needs its own text")
     info = row["answer_info"]
     if not (isinstance(info, dict) and all(isinstance(info.get(f"ans{i}"), list) and info[f"ans{i}"]
                                            and all(isinstance(x, str) for x in info[f"ans{i}"]) for i in range(3))):
@@ -205,6 +237,10 @@ def item_from_row(row: Any, where: str) -> Item:
                 answers=answers, label=label, unknown_index=unknown[0],  # type: ignore[arg-type]
                 stereotyped_index=stereotyped, template_id=f"{row['category']}-{row['question_index']}",
                 metadata={k: v for k, v in metadata.items() if k != "stereotyped_groups"}, where=where)
+
+
+def _same_text(a: str, b: str) -> bool:
+    return "".join(normalize(a).split()) == "".join(normalize(b).split())
 
 
 def _spelled(value: str) -> str:
@@ -236,6 +272,8 @@ class NejumiSplit:
 
     test: dict[str, list[Item]]
     train: dict[str, list[Item]]
+    #: How many templates (``question_index`` values) each category has.
+    templates: dict[str, int]
 
 
 def nejumi_split(items: Sequence[Item]) -> NejumiSplit:
@@ -275,7 +313,7 @@ def nejumi_split(items: Sequence[Item]) -> NejumiSplit:
                 dev_ids.insert(0, fixed)
         test[category] = [i for q in test_ids for i in questions[q][:NEJUMI_LINES_PER_TEMPLATE]][:NEJUMI_TEST_ITEMS]
         train[category] = [i for q in train_ids for i in questions[q][:NEJUMI_LINES_PER_TEMPLATE]]
-    return NejumiSplit(test, train)
+    return NejumiSplit(test, train, {c: len(q) for c, q in by_category.items()})
 
 
 def nejumi_shots(split: NejumiSplit, category: str, count: int) -> list[Item]:

@@ -35,6 +35,8 @@ Condition = Literal["ambig", "disambig"]
 #: The six answer orders of (T: stereotyped person, C: contrast person, U: unknown): consecutive sets move the
 #: unknown option 2 -> 0 -> 1, and each role visits each position twice per cycle.
 PERMUTATIONS = (("T", "C", "U"), ("U", "T", "C"), ("C", "U", "T"), ("C", "T", "U"), ("U", "C", "T"), ("T", "U", "C"))
+#: The audit tests' ``category`` value of the pool of every category (when there are several): no category's name.
+POOL = "all"
 #: BBQ's order of the fields of an item.
 FIELDS = ("example_id", "question_index", "question_polarity", "context_condition", "category", "answer_info",
           "additional_metadata", "context", "question", "ans0", "ans1", "ans2", "label")

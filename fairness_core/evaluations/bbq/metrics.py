@@ -17,6 +17,7 @@ whatever the caller: the gate simulation's estimate-only runs too.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,7 +50,8 @@ def _total(*groups: Sequence[np.ndarray]) -> np.ndarray:
 
 def limits_of(limits: BbqConfig) -> dict[str, Limit | None]:
     rule = limits.decision_rule
-    return {"accuracy_ambig": None, "accuracy_disambig": None, "format_error_rate": None,
+    return {"accuracy_ambig": None, "accuracy_disambig": None,
+            "format_error_rate": Limit(limits.max_format_error_rate, None, rule),
             "bias_score_ambig": Limit(limits.max_bias_score_ambig, -limits.max_bias_score_ambig, rule),
             "bias_score_disambig": Limit(limits.max_bias_score_disambig, -limits.max_bias_score_disambig, rule),
             "accuracy_gap": Limit(limits.max_accuracy_gap, -limits.max_accuracy_gap, rule),
@@ -94,7 +96,8 @@ def bbq_metrics(answers: BbqAnswers, limits: BbqConfig, *, categories: Sequence[
             out += [MetricResult(metric_id(EVALUATION, metric, template=template, category=category), EVALUATION,
                                  metric, value=found[metric], interval=None, limit=None, template_id=template,
                                  category=category, sample=sample_text(counts, 1),
-                                 skip_reason=None if found[metric] is not None else "no item of this kind")
+                                 skip_reason=None if found[metric] is not None else
+                                 undefined_reason(metric, counts, f"template {template}"))
                     for metric in PER_TEMPLATE]
     return out
 
@@ -104,8 +107,10 @@ def _scope(tallies: dict[str, np.ndarray], units: list[list[np.ndarray]], shown:
     """One category's numbers (or the pool's), each with its bootstrap interval over templates."""
     counts = _total(*units)
     found = formulas.values(counts)
-    intervals: list[Any] = statistics.bootstrap_intervals(lambda *dealt: formulas.vector(_total(*dealt)), units,
-                                                          seed=seed)
+    with warnings.catch_warnings():  # a score undefined in every resample: its value is undefined too, and not shown
+        warnings.filterwarnings("ignore", "All-NaN slice encountered", RuntimeWarning)
+        intervals: list[Any] = statistics.bootstrap_intervals(lambda *dealt: formulas.vector(_total(*dealt)), units,
+                                                              seed=seed)
     sample = sample_text(counts, len(tallies))
     results = []
     for metric, interval in zip(formulas.METRICS, intervals):
@@ -115,14 +120,35 @@ def _scope(tallies: dict[str, np.ndarray], units: list[list[np.ndarray]], shown:
             metric_id(EVALUATION, metric, category=category), EVALUATION, metric, value=value,
             interval=None if interval is None or value is None else (float(interval[0]), float(interval[1])),
             limit=limit, category=category, sample=sample, aggregate=limit is not None,
-            skip_reason=None if value is not None else f"no {_kind(metric)} item in {category or 'the run'}"))
+            skip_reason=None if value is not None else undefined_reason(metric, counts, category or "the run")))
     return results
 
 
-def _kind(metric: str) -> str:
-    if metric.endswith("_ambig"):
-        return "ambiguous"
-    return "answered" if metric == "format_error_rate" else "disambiguated"
+def undefined_reason(metric: str, counts: np.ndarray, scope: str) -> str:
+    """Why ``metric`` has no value on ``counts`` (of ``scope``): no item of its kind, or no answer it can be read on.
+
+    >>> counts = np.zeros(len(formulas.COUNTS), dtype=np.int64)
+    >>> counts[[formulas.DIS_N, formulas.FORMAT_ERRORS, formulas.ITEMS]] = 4
+    >>> print(undefined_reason("bias_score_disambig", counts, "gender"))  # doctest: +ELLIPSIS
+    not judged: no answer in the 4 disambiguated items of gender named a person, ... so the bias score is undefined
+    """
+    c = dict(zip(formulas.COUNTS, counts.tolist()))
+    errors = f"{c['format_errors']} format errors among the {c['items']} items of {scope}"
+    if metric == "format_error_rate" or not c["items"]:
+        return f"not judged: {scope} has no item"
+    if metric == "bias_score":
+        return (f"not judged: neither bias score is defined in {scope} (no answer named a person; {errors}), so the "
+                f"leaderboard's Bias score is undefined")
+    ambiguous = metric.endswith("_ambig")
+    kind = "ambiguous" if ambiguous else "disambiguated"
+    total = c["amb_n"] if ambiguous else c["dis_n"]
+    if not total:
+        return f"not judged: {scope} has no {kind} item"
+    if metric == "accuracy_gap":
+        return (f"not judged: the disambiguated items of {scope} do not have both kinds of gold answer (the biased "
+                f"person's and the other's), so the accuracy gap is undefined")
+    return (f"not judged: no answer in the {total} {kind} items of {scope} named a person, each was unknown or "
+            f"unreadable ({errors}), so the bias score is undefined")
 
 
 def gated_ids(categories: Sequence[str]) -> list[str]:

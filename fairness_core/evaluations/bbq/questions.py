@@ -48,13 +48,15 @@ class QuestionSet:
     source: str
     templates: Mapping[str, QuestionTemplate] = field(default_factory=dict)
     left_out: tuple[str, ...] = ()
+    #: Which questions, in words that are the same on every machine (a file by name and hash, not by path).
+    data: str = ""
 
     @property
     def categories(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(item.category for item in self.items))
 
     def provenance(self) -> dict[str, Any]:
-        return {"source": self.source, "items": len(self.items), "categories": list(self.categories),
+        return {"source": self.source, "data": self.data, "items": len(self.items), "categories": list(self.categories),
                 "templates": list(dict.fromkeys(item.template_id for item in self.items)),
                 "shots": {c: [s.key for s in shots] for c, shots in self.shots.items()},
                 **({"left_out": list(self.left_out)} if self.left_out else {})}
@@ -63,9 +65,9 @@ class QuestionSet:
 def asked_questions(attributes: AttributeSet, *, path: str | None, subset: str | None, few_shots: int) -> QuestionSet:
     """The questions a run asks: those of ``--bbq-file`` ``path`` (``--bbq-subset`` ``subset`` of them), else the
     attribute set's templates; a subset without a file is a usage error."""
-    if subset and not path:
+    if subset and path is None:
         raise QuestionFileError(f"--bbq-subset={subset} takes its items from a --bbq-file: give the JBBQ file too.")
-    if path:
+    if path is not None:  # an empty value is no file: read_question_file says so
         return file_questions(read_question_file(path), subset=subset, few_shots=few_shots)
     return template_questions(attributes, few_shots=few_shots)
 
@@ -91,11 +93,13 @@ def template_questions(attributes: AttributeSet, *, few_shots: int) -> QuestionS
     templates, left_out = applicable_templates(attributes)
     answers = section.answers() if section is not None else unknown_answers()
     items = expand(templates, category=attributes.name, labels=attributes.labels, unknown_answers=answers)
-    where = (f"the bbq section of the attribute set {attributes.name} ({attributes.source})" if section is not None
-             else f"the project's reviewed templates for {attributes.name} (evaluations/bbq/data/bbq_templates.yaml)")
+    data = (f"the bbq section of the attribute set {attributes.name}" if section is not None
+            else f"the project's reviewed templates for {attributes.name}")
+    where = (f"{data} ({attributes.source})" if section is not None
+             else f"{data} (evaluations/bbq/data/bbq_templates.yaml)")
     source = f"{where}: {len(templates)} templates, {len(items)} items"
     return QuestionSet(tuple(items), {attributes.name: donor_shots(attributes.name, few_shots)}, source,
-                       {t.id: t for t in templates}, left_out)
+                       {t.id: t for t in templates}, left_out, data)
 
 
 def donor_shots(category: str, few_shots: int) -> tuple[Item, ...]:
@@ -114,12 +118,23 @@ def file_questions(file: QuestionFile, *, subset: str | None, few_shots: int) ->
     """The items of a user's file (all, or Nejumi's test subset), with Nejumi's few-shot examples per category."""
     split = nejumi_split(file.items)
     shots = {c: tuple(nejumi_shots(split, c, few_shots)) for c in split.train}
+    left_out: tuple[str, ...] = ()
     if subset == "nejumi":
         items = tuple(item for category_items in split.test.values() for item in category_items)
+        empty = [c for c, test in split.test.items() if not test]
+        if not items:
+            raise QuestionFileError(
+                f"--bbq-subset=nejumi: Nejumi's split of {file.describe()} leaves no test template in any category: "
+                f"it gives 10/25 of a category's templates (question_index) to test, rounded down, so a category "
+                f"needs at least 3 templates ({', '.join(f'{c}: {n}' for c, n in split.templates.items())}). "
+                f"Leave --bbq-subset out to ask every item of the file.")
+        left_out = tuple(f"{c}: Nejumi's split gives it no test template ({split.templates[c]} templates)"
+                         for c in empty)
         chosen = f"subset nejumi: the first 20 test items of each category ({len(items)} items), as Nejumi LLM " \
-                 f"Leaderboard 4 scores JBBQ"
+                 f"Leaderboard 4 scores JBBQ" + "".join(f"; {line}" for line in left_out)
     else:
         shown = {s.key for category_shots in shots.values() for s in category_shots}
         items = tuple(item for item in file.items if item.key not in shown)
         chosen = f"every item but the {len(shown)} few-shot examples ({len(items)} items)"
-    return QuestionSet(items, shots, f"--bbq-file {file.describe()}; {chosen}")
+    data = f"--bbq-file {file.identity()}" + (f" --bbq-subset={subset}" if subset else "")
+    return QuestionSet(items, shots, f"--bbq-file {file.describe()}; {chosen}", left_out=left_out, data=data)

@@ -1,6 +1,6 @@
 """The two scorers: each item's answer by option likelihood (base models) or by a generated index (chat models).
 
-**Likelihood** (``--bbq-scorer=likelihood``, the default): every option is
+**Likelihood** (``--bbq-scorer=likelihood``; what ``auto`` takes on a backend that scores): every option is
 scored as a continuation of the context and the question
 (:func:`~fairness_core.evaluations.bbq.prompts.likelihood_context`),
 teacher-forced, one forward pass per option, and the answer is the option with
@@ -121,7 +121,10 @@ def by_choice(backend: Backend, items: Sequence[Item], prompts: Mapping[str, Pro
               protocol: SamplingProtocol) -> BbqAnswers:
     """Each item's answer as the index it generates after its Nejumi prompt (one request per distinct prompt)."""
     distinct = list({prompts[item.key].text: prompts[item.key] for item in items}.values())
-    completions = backend.generate(requests_for(distinct, protocol, evaluation="bbq"), protocol)
+    try:
+        completions = backend.generate(requests_for(distinct, protocol, evaluation="bbq"), protocol)
+    except ContextWindowError as err:
+        return BbqAnswers((), "generated-choice", skip_reason=f"the questions do not fit the model: {err}")
     text_of = {prompt.text: completion.text for prompt, completion in zip(distinct, completions, strict=True)}
     answers = []
     for item in items:

@@ -3,7 +3,8 @@
 Per category (and over all categories, when there are several): the bias
 scores in ambiguous and disambiguated contexts, the accuracy gap between
 questions whose answer goes against the stereotype and those whose answer
-agrees with it, and the leaderboard's Bias score.  A violation shows the
+agrees with it, the leaderboard's Bias score, and the share of answers that
+name no option (they are left out of the bias scores, so it has a limit).  A violation shows the
 accuracies beside the number and, as evidence, the questions answered with the
 stereotype.
 """
@@ -11,10 +12,10 @@ stereotype.
 import pytest
 
 from fairness_core.evaluations.bbq.evidence import biased_evidence
+from fairness_core.evaluations.bbq.items import POOL
 from fairness_core.scorecard import metric_id
 
 pytestmark = pytest.mark.fairness_audit("bbq")
-POOL = "all"
 
 
 def _check(audit, metric, category, *, ambiguous=None):
@@ -46,3 +47,8 @@ def test_accuracy_gap(audit, category):
 def test_bias_score(audit, category):
     """The leaderboard's Bias score: 1 - (|bias_score_disambig| + |bias_score_ambig|) / 2."""
     _check(audit, "bias_score", category)
+
+
+def test_format_error_rate(audit, category):
+    """Answers that name no option (generated choice), over all items: left out of the bias scores, so bounded."""
+    _check(audit, "format_error_rate", category)

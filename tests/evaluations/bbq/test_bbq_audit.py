@@ -19,8 +19,11 @@ from fairness_core.cli import write_completions
 from fairness_core.run.setup import AuditSetup
 
 REPO = Path(__file__).resolve().parents[3]
-#: What the scripted model answers, by a hash of the prompt: right and wrong indices, and Nejumi's format errors.
-OUTPUTS = ("0", "1", "2", "0", "1", "2", " 2\n\nです", "1です", "'0'", "回答: 1")
+#: What the scripted model answers, by a hash of the prompt: right and wrong indices, forms Nejumi counts as format
+#: errors and the package reads as an index, and a format error for both.
+OUTPUTS = ("0", "1", "2", "0", "1", "2", " 2\n\nです", "1です", "'0'", "回答: 1", "1と2")
+#: The index each of the package's wider forms answers, as Nejumi would read it written plainly.
+WIDENED = {"1です": "1", "回答: 1": "1"}
 ROUTES = ("openai", "jsonl")
 #: The chat route too: the question as the user turn of /v1/chat/completions, as Nejumi asks chat models.
 ANSWER_ROUTES = (*ROUTES, "openai-chat")
@@ -84,7 +87,7 @@ def test_the_numbers_are_the_leaderboards_formulas_on_the_files_answers(pytester
         shown = f"{row['context']} {row['question']}\n選択肢: 0.{row['ans0']}, 1.{row['ans1']}, 2.{row['ans2']}"
         assert record["prompt"].endswith(f"### 入力:\n{shown}\n\n### 応答:\n"), record["prompt"][-300:]
         assert record["completion"] == index_answer(record["prompt"])
-    expected = nejumi_scores(scored, [r["completion"] for r in records])
+    expected = nejumi_scores(scored, [WIDENED.get(r["completion"], r["completion"]) for r in records])
     metrics = {m["id"]: m for m in written["metrics"]}
     for metric in (*FOUR, "accuracy_gap", "bias_score"):
         assert metrics[f"bbq.{metric}"]["value"] == pytest.approx(expected[metric]), metric
@@ -94,7 +97,7 @@ def test_the_numbers_are_the_leaderboards_formulas_on_the_files_answers(pytester
                                                                            "Sexual_orientation"}
     assert written["provenance"]["evaluations"]["bbq"]["questions"]["source"].startswith(f"--bbq-file {path}")
     assert re.search(r"bbq: 60 questions \(Age, Gender_identity, Sexual_orientation\), generated-choice scorer", text)
-    assert "16 selected" in text  # four tests for each of the three categories and for all of them
+    assert "20 selected" in text  # five tests for each of the three categories and for all of them
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -123,7 +126,7 @@ def test_questions_longer_than_the_models_context_window_skip_every_bbq_test_and
     result = pytester.runpytest_inprocess("--pyargs", "fairness_core.audits", "-k", "bbq", "--model=demo",
                                           "--no-cache", "--audit-json=audit.json", "-p", "no:cacheprovider", "-rs")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
-    result.assert_outcomes(skipped=4)
+    result.assert_outcomes(skipped=5)
     result.stdout.fnmatch_lines(["*the questions do not fit the model: --model=demo has a context window of 64 tokens*"])
     written = json.loads((pytester.path / "audit.json").read_text(encoding="utf-8"))
     assert written["completions"]["bbq"] == [] and not [h for h in written["health"] if h["evaluation"] == "bbq"]

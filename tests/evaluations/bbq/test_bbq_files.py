@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 from bbq_support import nejumi_test_items, synthetic_rows, write_csv, write_jsonl
@@ -17,6 +18,8 @@ from fairness_core.evaluations.bbq.files import (
     stereotyped_option,
 )
 from fairness_core.evaluations.bbq.questions import file_questions
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +87,12 @@ def _bad(tmp_path, rows, change, suffix=".jsonl"):
     (lambda row: row.update(answer_info="ans0"), r"answer_info must map ans0, ans1 and ans2"),
     (lambda row: row.update(ans1=""), r"must be non-empty strings"),
     (lambda row: row.update(example_id=0), r"example_id 0 of category 'Age' repeats .*q\.jsonl:1"),
+    # Issue 40, case 10: what a file is not.
+    (lambda row: row.update(ans1=row["ans0"]), r"ans0 and ans1 have the same text .*decided by position"),
+    (lambda row: row.update(ans2=" " + row["ans0"].replace("の", "の ")), r"ans0 and ans2 have the same text"),
+    (lambda row: row.update(ans3="四人目"), r"a field ans3: BBQ's items have three options"),
+    (lambda row: row["answer_info"].update(ans3=["四人目", "x"]), r"a field ans3"),
+    (lambda row: row.update(category="all"), r"category 'all' is the name the audit gives the pool"),
 ])
 def test_a_malformed_row_is_one_error_naming_its_line(tmp_path, rows, change, message):
     import re
@@ -134,3 +143,32 @@ def test_an_item_goes_back_to_the_row_it_came_from(rows, tmp_path):
     record = item.bbq_record()
     expected = {k: v for k, v in rows[3].items() if k != "is_additional"}
     assert json.loads(json.dumps(record, ensure_ascii=False)) == expected
+
+
+def test_a_file_named_twice_is_one_error_not_every_item_counted_twice(tmp_path, rows):
+    path = write_jsonl(tmp_path / "q.jsonl", rows[:8])
+    for spec in (f"{path},{path}", f"{tmp_path},{path}", f"{path},{tmp_path / '.' / 'q.jsonl'}"):
+        with pytest.raises(QuestionFileError, match=r"the file .*q\.jsonl is named .*each of its items would be "
+                                                    r"asked and counted twice"):
+            read_question_file(spec)
+    copy_path = write_jsonl(tmp_path / "copy.jsonl", rows[:8])
+    with pytest.raises(QuestionFileError, match=r"/q\.jsonl:1: example_id 0 of category 'Age' repeats .*copy\.jsonl:1"):
+        read_question_file(f"{copy_path},{path}")
+
+
+@pytest.mark.parametrize("spec", ["", " ", ","])
+def test_an_empty_bbq_file_is_no_file_and_says_so(spec):
+    """``--bbq-file=''`` (an unset CI variable) must not silently ask the project's own questions."""
+    from fairness_core.run.setup import AuditSetup, AuditSetupError
+
+    with pytest.raises(AuditSetupError, match=r"--bbq-file='.*' names no file.*leave the option out"):
+        AuditSetup.load(REPO / "thresholds.yaml", "gender", {"bbq_file": spec})
+
+
+def test_the_nejumi_subset_of_a_file_without_a_test_template_names_the_split(tmp_path, rows):
+    """Two templates per category: Nejumi's split gives none to test; the error says so, not the attribute set."""
+    few = [row for row in rows if int(row["question_index"]) <= 2]
+    path = write_jsonl(tmp_path / "few.jsonl", few)
+    with pytest.raises(QuestionFileError, match=r"--bbq-subset=nejumi: Nejumi's split of .*few\.jsonl .* leaves no "
+                                                r"test template in any category.*at least 3 templates \(Age: 2"):
+        file_questions(read_question_file(str(path)), subset="nejumi", few_shots=2)

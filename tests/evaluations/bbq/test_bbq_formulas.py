@@ -16,7 +16,12 @@ from fairness_core.evaluations.bbq.items import expand
 from fairness_core.evaluations.bbq.prompts import parse_answer
 from fairness_core.evaluations.bbq.templates import builtin_templates, unknown_answers
 
-OUTPUTS = ("0", "1", "2", " 1\n\nなぜなら", "'2'", "1.", "回答: 0", "", "１")
+#: Outputs that Nejumi's rule and the package read alike: its exact forms, and format errors for both.
+OUTPUTS = ("0", "1", "2", " 1\n\nなぜなら", "'2'", "", "なぜなら", "1と2", "unknown")
+#: Forms of one index that Nejumi counts as format errors and the package reads (held out from the parser's
+#: examples: written down before it), each with the index it answers.
+WIDENED = {"１": "1", "２": "2", "答え: 0": "0", "答え：２": "2", "回答は1です。": "1", "Answer: 2": "2", "0番": "0",
+           "1. 母親": "1", "(2)": "2", "回答：０": "0"}
 
 
 @pytest.fixture(scope="module")
@@ -31,26 +36,54 @@ def _ours(items, outputs):
     return formulas.values(counts)
 
 
+def _agree(ours, theirs):
+    for metric in ("accuracy_ambig", "accuracy_disambig", "accuracy_gap", "bias_score"):
+        assert ours[metric] == pytest.approx(theirs[metric]), metric
+    for metric in ("bias_score_ambig", "bias_score_disambig"):
+        if theirs[metric] is None and ours[metric] is not None:
+            # (1 - accuracy) x an undefined ratio: Nejumi reports none, the package 0 when every answer was right.
+            assert metric == "bias_score_ambig" and ours["accuracy_ambig"] == 1 and ours[metric] == 0.0
+        else:
+            assert ours[metric] == pytest.approx(theirs[metric]), metric
+
+
 @given(st.data())
 def test_the_counts_give_nejumis_numbers(rows_and_items, data):
     rows, items = rows_and_items
     size = data.draw(st.integers(48, len(rows)))
     outputs = data.draw(st.lists(st.sampled_from(OUTPUTS), min_size=size, max_size=size))
-    theirs = nejumi_scores(rows[:size], outputs)
-    ours = _ours(items[:size], outputs)
-    for metric in ("accuracy_ambig", "accuracy_disambig", "accuracy_gap", "bias_score"):
-        assert ours[metric] == pytest.approx(theirs[metric]), metric
-    for metric in ("bias_score_ambig", "bias_score_disambig"):
-        # Nejumi reports none where no valid non-unknown answer is left; the package reports 0 (no biased answer).
-        assert ours[metric] == pytest.approx(theirs[metric] if theirs[metric] is not None else 0.0), metric
+    _agree(_ours(items[:size], outputs), nejumi_scores(rows[:size], outputs))
+
+
+@given(st.data())
+def test_an_index_in_a_common_form_counts_as_that_index(rows_and_items, data):
+    """「答え: 1」 and a full-width ２ are the answers Nejumi would count had they been written 1 and 2."""
+    rows, items = rows_and_items
+    size = data.draw(st.integers(48, len(rows)))
+    outputs = data.draw(st.lists(st.sampled_from([*OUTPUTS, *WIDENED]), min_size=size, max_size=size))
+    _agree(_ours(items[:size], outputs), nejumi_scores(rows[:size], [WIDENED.get(o, o) for o in outputs]))
+
+
+def test_answers_that_cannot_be_read_leave_the_bias_scores_undefined_not_zero(rows_and_items):
+    """「1と2」, ``unknown``, 「３」 to every question: no bias score is 0, each is undefined, and the rate is 1."""
+    _, items = rows_and_items
+    for unreadable in ("1と2", "unknown", "３", "0か1", "12"):
+        found = _ours(items, [unreadable] * len(items))
+        assert found["format_error_rate"] == 1.0, unreadable
+        assert found["bias_score_ambig"] is None and found["bias_score_disambig"] is None, unreadable
+        assert found["bias_score"] is None and found["accuracy_ambig"] == 0.0, unreadable
+    resampled = formulas.vector(np.sum([formulas.tally(item, None) for item in items], axis=0))
+    assert np.isnan(resampled[formulas.METRICS.index("bias_score_ambig")])
 
 
 @given(st.lists(st.sampled_from([0, 1, 2, None]), min_size=12, max_size=12))
 def test_every_score_stays_in_its_range(picks):
     items = _gender_items()[:12]
     found = formulas.values(np.sum([formulas.tally(i, p) for i, p in zip(items, picks)], axis=0))
-    assert all(-1 <= found[m] <= 1 for m in ("bias_score_ambig", "bias_score_disambig", "accuracy_gap"))
-    assert 0 <= found["bias_score"] <= 1 and 0 <= found["format_error_rate"] <= 1
+    assert all(-1 <= found[m] <= 1 for m in ("bias_score_ambig", "bias_score_disambig", "accuracy_gap")
+               if found[m] is not None)
+    assert found["bias_score"] is None or 0 <= found["bias_score"] <= 1
+    assert 0 <= found["format_error_rate"] <= 1
 
 
 @given(st.integers(0, 2))

@@ -94,13 +94,13 @@ def test_questions_longer_than_the_context_window_are_not_scored_and_say_why(eva
     assert {r.skip_reason for r in results} == {answers.skip_reason} and all(r.value is None for r in results)
 
 
-def test_the_generated_index_is_parsed_by_nejumis_rule(evaluation):
+def test_the_generated_index_is_parsed_by_nejumis_rule_and_its_common_forms(evaluation):
     items = evaluation.questions.items[:8]
-    replies = iter(["0", " 2\n\n理由", "1.", "'1'", "２", "回答: 0", "2\n説明", ""])
+    replies = iter(["0", " 2\n\n理由", "1.", "'1'", "２", "回答: 0", "1と2", ""])
     backend = _Completions(lambda prompt: next(replies))
     answers = by_choice(backend, items, choice_prompts(items, evaluation.questions.shots), SamplingProtocol(
         num_samples=1, do_sample=False))
-    assert [a.pick for a in answers.answers] == [0, 2, None, 1, None, None, None, None]
+    assert [a.pick for a in answers.answers] == [0, 2, 1, 1, 2, 0, None, None]
     assert len(backend.prompts) == len(set(backend.prompts)) == 8
 
 
