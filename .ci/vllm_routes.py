@@ -33,18 +33,18 @@ import vllm
 from audit_support import REFUSAL_UNDERFIT, shares_agree  # noqa: E402  (tests/ on the path above)
 from http_support import vllm_serve  # noqa: E402
 
+from fairness_core.api.answers import AnswerReader
+from fairness_core.api.user_files import load_attribute_set
 from fairness_core.backends.base import BackendSettings
 from fairness_core.backends.catalog import create_backend
 from fairness_core.backends.prompt_formats import PromptFormat
-from fairness_core.api.user_files import load_attribute_set
 from fairness_core.config.thresholds import SamplingProtocol
 from fairness_core.demo.corpus import PLANTED_RATES
-from fairness_core.run.demo_names import resolve_demo
-from fairness_core.api.answers import AnswerReader
 from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon
 from fairness_core.evaluations.honest.matching import HurtfulMatcher
 from fairness_core.evaluations.honest.scoring import evaluate_honest
 from fairness_core.evaluations.honest.section import honest_prompts
+from fairness_core.run.demo_names import resolve_demo
 from fairness_core.run.options import resolve_model
 from fairness_core.statistics import wilson_interval
 

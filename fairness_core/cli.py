@@ -27,12 +27,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fairness_core.api.generic_options import OUTPUT, SAMPLING, SHARD
 from fairness_core.api.prompts import PromptSet
 from fairness_core.backends.base import Backend, BackendSettings, ContextWindowError, Request, request_seed
 from fairness_core.backends.catalog import DEFAULT_BACKEND
 from fairness_core.config.option_types import GENERATE, PLAN
 from fairness_core.errors import AuditUsageError
-from fairness_core.run.options import OUTPUT, SAMPLING, SHARD, add_options, project_root
+from fairness_core.run.options import add_options, project_root
 
 if TYPE_CHECKING:
     from fairness_core.run.setup import AuditSetup

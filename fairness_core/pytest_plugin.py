@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from fairness_core.api.generic_options import AUDIT_JSON, BASELINE, REQUIRE
 from fairness_core.config.option_types import AUDIT
 from fairness_core.errors import AuditUsageError
-from fairness_core.run.options import AUDIT_JSON, BASELINE, REQUIRE, add_options
+from fairness_core.run.options import add_options
 from fairness_core.run.reporter import VIOLATION_PROPERTY, WORKER_CACHE, WORKER_RESULTS, AuditReporter, HtmlReport
 
 if TYPE_CHECKING:

@@ -10,16 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from fairness_core.api.generic_options import shard
 from fairness_core.config.option_types import AUDIT, GENERATE, PLAN, Option
 from fairness_core.errors import AuditUsageError
-from fairness_core.run.options import (
-    OptionTableError,
-    project_root,
-    resolve_model,
-    resolve_thresholds,
-    run_options,
-    shard,
-)
+from fairness_core.run.options import OptionTableError, project_root, resolve_model, resolve_thresholds, run_options
 
 REPO = Path(__file__).resolve().parents[1]
 #: An option's line in argparse's help: ``  --seed SEED`` (argparse) or ``  --seed=SEED`` (pytest), then its text.
@@ -113,3 +107,40 @@ def test_the_project_root_is_found_as_pytest_finds_its_rootdir(tmp_path):
 def test_a_bad_shard_names_what_is_allowed(text):
     with pytest.raises(Exception, match=rf"must be i/n with 1 <= i <= n, e\.g\. 1/3\. Got '{re.escape(text)}' instead\."):
         shard(text)
+
+
+def literal_option_reads(source: str) -> list[str]:
+    """Where ``source`` reads an option's value by a literal name: ``getoption("x")``, ``options.value("x")``, and
+    ``values["x"]`` or ``values.get("x")`` on the run's mapping of option values (named ``values`` throughout)."""
+    import ast
+
+    names = {option.dest for command in (AUDIT, GENERATE, PLAN) for _, option in run_options(command)}
+    names |= {f"--{name.replace('_', '-')}" for name in names}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        key = None
+        if (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+                and isinstance(node.value, ast.Name) and node.value.id == "values"):
+            key = node.slice.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args
+              and isinstance(node.args[0], ast.Constant)
+              and (node.func.attr in {"getoption", "value"}
+                   or (node.func.attr == "get" and isinstance(node.func.value, ast.Name) and node.func.value.id == "values"))):
+            key = node.args[0].value
+        if isinstance(key, str) and key in names:
+            found.append(f"line {node.lineno}: {key!r}")
+    return found
+
+
+def test_the_literal_reader_finds_literal_reads():
+    assert literal_option_reads('config.getoption("seed")\nvalues["no_cache"]\nvalues.get("model")\n'
+                                'options.value("sentiment")\nvalues.get(SEED.dest)\nfingerprint["model"]') == [
+        "line 1: 'seed'", "line 2: 'no_cache'", "line 3: 'model'", "line 4: 'sentiment'"]
+
+
+def test_no_option_is_read_by_a_literal_name_outside_the_option_table():
+    """Every option is read through its ``Option`` (``SEED.dest``): a renamed option cannot leave a reader behind."""
+    table = REPO / "fairness_core" / "run" / "options.py"
+    found = {str(path.relative_to(REPO)): reads for path in sorted((REPO / "fairness_core").rglob("*.py"))
+             if path != table and (reads := literal_option_reads(path.read_text(encoding="utf-8")))}
+    assert found == {}

@@ -44,6 +44,9 @@ class BackendEntry:
     reads_model_files: bool = False
 
 
+#: ``--backend=jsonl``'s files: an evaluation that reads what a file holds (its manifest) reads it by this.
+COMPLETIONS = Option("--completions", "a JSONL file, a folder of shards or a glob; several, comma-separated")
+
 BACKENDS: Registry[BackendEntry] = Registry("backend", {
     "hf": BackendEntry("fairness_core.backends.hf.engine:create_backend",
                        "Hugging Face transformers in this process (CPU or GPU); demo names too",
@@ -69,7 +72,7 @@ BACKENDS: Registry[BackendEntry] = Registry("backend", {
     "jsonl": BackendEntry(
         "fairness_core.backends.jsonl:create_backend",
         "completions generated elsewhere (ja-fairness-audit generate, OpenAI Batch output), read from JSONL",
-        (Option("--completions", "a JSONL file, a folder of shards or a glob; several, comma-separated"),),
+        (COMPLETIONS,),
         needs_model=False),
     "vllm": BackendEntry(
         "fairness_core.backends.vllm:create_backend",

@@ -1,7 +1,8 @@
-"""The run's options, declared once: the one table that the pytest plugin and ``ja-fairness-audit`` both read.
+"""The run's options, assembled once: the one table that the pytest plugin and ``ja-fairness-audit`` both read.
 
 Each option is named once, with one default, one converter and one help text
-(:class:`~fairness_core.config.option_types.Option`): the generic ones below,
+(:class:`~fairness_core.config.option_types.Option`): the generic ones in
+:mod:`fairness_core.api.generic_options`,
 each backend's in its catalog entry (:mod:`fairness_core.backends.catalog`),
 each evaluation's in its class.  The plugin adds every option of the ``audit``
 command to pytest's parser, the CLI those of ``generate`` and ``plan`` to its
@@ -17,111 +18,34 @@ each: where the thresholds file is (:func:`resolve_thresholds`) and what
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from fairness_core.api.discovery import EVALUATIONS
+from fairness_core.api.generic_options import (
+    BACKEND,
+    BATCH_SIZE,
+    CACHE_DIR,
+    DEVICE,
+    DTYPE,
+    GENERIC,
+    MODEL,
+    NO_CACHE,
+    PROMPT_FORMAT,
+    REVISION,
+    SEED,
+    TRUST_REMOTE_CODE,
+)
 from fairness_core.api.options import AuditOptions
 from fairness_core.backends.base import BackendSettings, ModelReference
 from fairness_core.backends.catalog import BACKENDS, DEFAULT_BACKEND, backend_entry
-from fairness_core.backends.prompt_formats import PROMPT_FORMATS, PromptFormat
-from fairness_core.config import option_types as o
-from fairness_core.config.option_types import AUDIT, GENERATE, PLAN, Option
+from fairness_core.backends.prompt_formats import PromptFormat
+from fairness_core.config.option_types import Option
 from fairness_core.errors import AuditUsageError
-from fairness_core.sampling import FIXED, SAMPLING_MODES
 
-ALL_COMMANDS = frozenset({AUDIT, GENERATE, PLAN})
 #: The files in a folder that make it a project root, as pytest finds its rootdir.
 PROJECT_MARKERS = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
-
-
-def backend_name(text: str) -> str:
-    """A registered backend's name (``--backend``)."""
-    try:
-        backend_entry(text)
-    except AuditUsageError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    return text
-
-
-def shard(text: str) -> tuple[int, int]:
-    """``i/n`` with 1 <= i <= n, e.g. ``2/3``.
-
-    >>> shard("2/3")
-    (2, 3)
-    """
-    index, _, count = text.partition("/")
-    if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
-        raise o.invalid("i/n with 1 <= i <= n, e.g. 1/3", text)
-    return int(index), int(count)
-
-
-def evaluation_names(text: str) -> tuple[str, ...]:
-    """Registered evaluations' names, comma-separated (``--require=honest,bbq``); an unknown one is refused."""
-    from fairness_core.registry import unknown_name
-
-    names = tuple(dict.fromkeys(name.strip() for name in text.split(",")))
-    known = list(EVALUATIONS)
-    if "" in names:
-        raise o.invalid(f"registered evaluations' names separated by commas ({', '.join(known)})", text)
-    for name in names:
-        if name not in known:
-            raise argparse.ArgumentTypeError(unknown_name("evaluation", name, known))
-    return names
-
-
-MODEL = Option("--model", "hub id, local path or demo name of the causal LM to audit; with --backend=openai the "
-               "served model's name", required=frozenset({GENERATE}))
-BACKEND = Option("--backend", f"where completions come from: {', '.join(sorted(BACKENDS))}", backend_name,
-                 DEFAULT_BACKEND)
-ATTRIBUTES = Option("--attributes", "attribute set: a built-in name (gender, nationality, occupation), a path to "
-                    "a YAML file, or two sets crossed with * (gender*nationality: a group per pair of groups; "
-                    "docs/attribute-sets.md)", default="gender", commands=ALL_COMMANDS)
-THRESHOLDS = Option("--thresholds", "thresholds and protocol YAML", Path, commands=ALL_COMMANDS,
-                    default_text="thresholds.yaml in the project root (pytest's rootdir) if there is one, else the "
-                                 "package's own")
-CACHE_DIR = Option("--cache-dir", "generation cache folder", Path,
-                   default_text="$JA_FAIRNESS_AUDIT_CACHE or ~/.cache/ja-fairness-audit")
-NO_CACHE = Option("--no-cache", "generate everything anew and store nothing", switch=True)
-AUDIT_JSON = Option("--audit-json", "write every number, decision and completion to this JSON file", Path,
-                    commands=frozenset({AUDIT}))
-PROMPT_FORMAT = Option(
-    "--prompt-format", "how a template is put to the model: completion (the text to continue; base models), "
-    "chat-prefill (the start of the assistant's answer, in the chat template) or chat-instruction (a user turn asking "
-    "for the continuation; the answer is read after any echo of the template). Default completion for every model: "
-    "a format changes what is measured, so it is chosen, never inferred (docs/chat-models.md)",
-    o.one_of(*PROMPT_FORMATS), PROMPT_FORMATS[0], commands=ALL_COMMANDS)
-BASELINE = Option("--baseline", "an earlier --audit-json file: fail on significant regressions", Path,
-                  commands=frozenset({AUDIT}))
-SAMPLING = Option("--sampling", "fixed: every prompt gets the protocol's samples; adaptive: rounds of a few samples of "
-                  "every prompt, stopping as soon as an evaluation's verdict is settled (anytime-valid), at most the "
-                  "fixed protocol's budget (docs/gate.md)", o.one_of(*SAMPLING_MODES), FIXED,
-                  commands=frozenset({AUDIT, PLAN}))
-REQUIRE = Option("--require", "names of registered evaluations that must be judged, comma-separated: one that this run "
-                 "cannot judge (an attribute set without its section, prompts that do not fit the model, ...) fails a "
-                 "test instead of being reported as not judged", evaluation_names, (), default_text="none",
-                 commands=frozenset({AUDIT}), metavar="EVALUATION[,EVALUATION...]")
-
-REVISION = Option("--revision", "model revision (branch, tag or commit) on the hub")
-TRUST_REMOTE_CODE = Option("--trust-remote-code", "allow the model's own code to run", switch=True)
-DEVICE = Option("--device", "auto, cpu, cuda or cuda:N", o.device, "auto")
-DTYPE = Option("--dtype", "weights dtype; auto follows the model's config", o.one_of("auto", "float32", "bfloat16", "float16"),
-               "auto")
-BATCH_SIZE = Option("--batch-size", "rows per generation batch, or auto: the largest that fits (on CUDA an out-of-memory "
-                    "error halves it and retries)", o.batch_size, "auto")
-SEED = Option("--seed", "sampling seed, a whole number >= 0; a completions file is audited with the seed that made it",
-              o.seed, 0)
-OUTPUT = Option("--output", "the JSONL file to write", Path, commands=frozenset({GENERATE}), required=frozenset({GENERATE}))
-SHARD = Option("--shard", "i/n: this run's part of the prompts", shard, (1, 1), default_text="1/1",
-               commands=frozenset({GENERATE}))
-
-#: The options that are no backend's or evaluation's own.
-GENERIC: tuple[Option, ...] = (
-    MODEL, BACKEND, ATTRIBUTES, THRESHOLDS, REVISION, TRUST_REMOTE_CODE, DEVICE, DTYPE, BATCH_SIZE, SEED,
-    PROMPT_FORMAT, CACHE_DIR, NO_CACHE, AUDIT_JSON, BASELINE, SAMPLING, REQUIRE, OUTPUT, SHARD,
-)
 
 
 class OptionTableError(AuditUsageError):

@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fairness_core.api.generic_options import SAMPLING
 from fairness_core.api.options import AuditOptions
 from fairness_core.backends.base import Backend, ContextWindowError
-from fairness_core.run.options import SAMPLING
 from fairness_core.run.setup import AuditSetup, AuditSetupError, collect
 from fairness_core.run.startup import open_backend
 from fairness_core.sampling import ADAPTIVE, SamplingRecord, fixed_record, run_adaptively

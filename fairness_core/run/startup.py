@@ -20,10 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fairness_core.api.options import AuditOptions
-from fairness_core.backends.base import Backend
-from fairness_core.errors import AuditUsageError
-from fairness_core.run.options import (
+from fairness_core.api.generic_options import (
     ATTRIBUTES,
     AUDIT_JSON,
     BASELINE,
@@ -33,11 +30,11 @@ from fairness_core.run.options import (
     OUTPUT,
     SAMPLING,
     THRESHOLDS,
-    audit_options,
-    cache_folder,
-    resolve_thresholds,
-    run_options,
 )
+from fairness_core.api.options import AuditOptions
+from fairness_core.backends.base import Backend
+from fairness_core.errors import AuditUsageError
+from fairness_core.run.options import audit_options, cache_folder, resolve_thresholds, run_options
 from fairness_core.run.setup import AuditSetup
 from fairness_core.sampling import ADAPTIVE
 

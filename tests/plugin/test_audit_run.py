@@ -17,9 +17,9 @@ import pytest
 import yaml
 from audit_support import write_thresholds
 
+from fairness_core.api.generic_options import MODEL, THRESHOLDS
 from fairness_core.evaluations.honest.templates import honest_templates, identity_pairs
 from fairness_core.reporting.violations import EVIDENCE_LIMIT
-from fairness_core.run.options import MODEL, THRESHOLDS
 
 OPTION_MODEL, OPTION_THRESHOLDS = MODEL.flag, THRESHOLDS.flag
 

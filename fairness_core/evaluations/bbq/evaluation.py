@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from fairness_core.api.evaluation import Evaluation, MetricSpec
+from fairness_core.api.generic_options import BACKEND, PROMPT_FORMAT
+from fairness_core.backends.catalog import COMPLETIONS
 from fairness_core.config.option_types import AUDIT, GENERATE, PLAN, Option, one_of
 from fairness_core.evaluations.bbq.config import BbqConfig
 from fairness_core.evaluations.bbq.items import POOL
@@ -34,6 +36,15 @@ if TYPE_CHECKING:
     from fairness_core.scorecard import MetricResult
 
 ALL_COMMANDS = frozenset({AUDIT, GENERATE, PLAN})
+BBQ_FILE = Option("--bbq-file", "a BBQ or JBBQ file to ask instead of the project's questions: JSONL or CSV with BBQ's "
+                  "fields, a folder of them, or several comma-separated", metavar="PATH", commands=ALL_COMMANDS)
+BBQ_SUBSET = Option("--bbq-subset", "with --bbq-file: nejumi asks only the 20 test items per category that Nejumi LLM "
+                    "Leaderboard 4 scores", one_of("nejumi"), default_text="every item", commands=ALL_COMMANDS)
+BBQ_SCORER = Option("--bbq-scorer", "auto (likelihood where the backend scores continuations and the format is completion; "
+                    "generated-choice under chat-instruction, or when the server cannot score; for --backend=jsonl what the "
+                    "files hold), likelihood (each option's log-probability; base models, in process or a server that "
+                    "echoes prompt log-probabilities) or generated-choice (Nejumi's prompt, the answer's index generated; "
+                    "any backend)", one_of(AUTO, *SCORERS), AUTO, commands=ALL_COMMANDS)
 
 
 class BbqEvaluation(Evaluation):
@@ -47,17 +58,7 @@ class BbqEvaluation(Evaluation):
         MetricSpec("accuracy_ambig", "higher"), MetricSpec("accuracy_disambig", "higher"),
         MetricSpec("bias_score_ambig", "zero"), MetricSpec("bias_score_disambig", "zero"),
         MetricSpec("accuracy_gap", "zero"), MetricSpec("bias_score", "higher"), MetricSpec("format_error_rate"))
-    options: ClassVar[tuple[Option, ...]] = (
-        Option("--bbq-file", "a BBQ or JBBQ file to ask instead of the project's questions: JSONL or CSV with BBQ's "
-               "fields, a folder of them, or several comma-separated", metavar="PATH", commands=ALL_COMMANDS),
-        Option("--bbq-subset", "with --bbq-file: nejumi asks only the 20 test items per category that Nejumi LLM "
-               "Leaderboard 4 scores", one_of("nejumi"), default_text="every item", commands=ALL_COMMANDS),
-        Option("--bbq-scorer", "auto (likelihood where the backend scores continuations and the format is completion; "
-               "generated-choice under chat-instruction, or when the server cannot score; for --backend=jsonl what the "
-               "files hold), likelihood (each option's log-probability; base models, in process or a server that "
-               "echoes prompt log-probabilities) or generated-choice (Nejumi's prompt, the answer's index generated; "
-               "any backend)", one_of(AUTO, *SCORERS), AUTO, commands=ALL_COMMANDS),
-    )
+    options: ClassVar[tuple[Option, ...]] = (BBQ_FILE, BBQ_SUBSET, BBQ_SCORER)
 
     def __init__(self, config: AuditConfig, attributes: AttributeSet, values: Mapping[str, Any]):
         """The questions of ``--bbq-file`` (``--bbq-subset``) or of the attribute set's templates, asked the way
@@ -66,18 +67,18 @@ class BbqEvaluation(Evaluation):
         from fairness_core.evaluations.bbq.scorer_choice import ScorerChoiceError, choose_scorer, recorded_mismatch
         from fairness_core.evaluations.bbq.scoring import choice_prompts
 
-        path = values.get("bbq_file")
+        path = values.get(BBQ_FILE.dest)
         #: The scorer ``--bbq-scorer`` names, or the one ``auto`` takes for these options, and why.
-        self.choice = choose_scorer(values.get("bbq_scorer"), prompt_format=values.get("prompt_format"),
-                                    backend=values.get("backend"), completions=values.get("completions"))
+        self.choice = choose_scorer(values.get(BBQ_SCORER.dest), prompt_format=values.get(PROMPT_FORMAT.dest),
+                                    backend=values.get(BACKEND.dest), completions=values.get(COMPLETIONS.dest))
         self.scorer: str = self.choice.scorer
         #: Why the run answered by generated choice where ``auto`` had taken the likelihood scorer (set by :meth:`run`).
         self.fallback_reason: str | None = None
         # An empty --bbq-file (an unset CI variable) is no file, and says so: never the project's questions.
         self.questions: QuestionSet = asked_questions(attributes, path=None if path is None else str(path),
-                                                      subset=values.get("bbq_subset"),
+                                                      subset=values.get(BBQ_SUBSET.dest),
                                                       few_shots=config.section(self.name).few_shots)
-        mismatch = recorded_mismatch(self.choice.recorded, self.questions.provenance(), values.get("completions"))
+        mismatch = recorded_mismatch(self.choice.recorded, self.questions.provenance(), values.get(COMPLETIONS.dest))
         if mismatch:
             raise ScorerChoiceError(mismatch)
         #: Each item's Nejumi prompt by item key: the generated-choice scorer's questions.

@@ -37,6 +37,16 @@ if TYPE_CHECKING:
     from fairness_core.scorecard import MetricResult
 
 
+LEXICON = Option("--lexicon", "hurtful lexicon: a HurtLex TSV or one word a line", Path,
+                 default_text="the project's own", commands=frozenset({AUDIT}))
+LEXICON_LEVEL = Option("--lexicon-level", "which lexicon entries count", one_of(*LEXICON_LEVELS),
+                       default_text="from thresholds.yaml, conservative", commands=frozenset({AUDIT}))
+RATIO = Option("--ratio", "also report the samples per prompt for 90% power at this HONEST ratio (above 1)",
+               lambda text: checked(text, float, lambda v: 0 < v < float("inf") and v != 1,
+                                    "a number above 0 other than 1, e.g. 2"),
+               metavar="RATIO", commands=frozenset({PLAN}))
+
+
 class HonestEvaluation(Evaluation):
     """HONEST (Nozza et al. 2021): share of completions with a hurtful word, per group, template and category."""
 
@@ -47,16 +57,7 @@ class HonestEvaluation(Evaluation):
     metric_specs: ClassVar[tuple[MetricSpec, ...]] = (
         MetricSpec("honest_score", bounds=SHARE), MetricSpec("honest_ratio", "ratio"),
         MetricSpec("category_score", bounds=SHARE), MetricSpec("pool_ratio", "ratio"), *REFUSAL_SPECS, *WITHHELD_SPECS)
-    options: ClassVar[tuple[Option, ...]] = (
-        Option("--lexicon", "hurtful lexicon: a HurtLex TSV or one word a line", Path,
-               default_text="the project's own", commands=frozenset({AUDIT})),
-        Option("--lexicon-level", "which lexicon entries count", one_of(*LEXICON_LEVELS),
-               default_text="from thresholds.yaml, conservative", commands=frozenset({AUDIT})),
-        Option("--ratio", "also report the samples per prompt for 90% power at this HONEST ratio (above 1)",
-               lambda text: checked(text, float, lambda v: 0 < v < float("inf") and v != 1,
-                                    "a number above 0 other than 1, e.g. 2"),
-               metavar="RATIO", commands=frozenset({PLAN})),
-    )
+    options: ClassVar[tuple[Option, ...]] = (LEXICON, LEXICON_LEVEL, RATIO,)
 
     def __init__(self, config: AuditConfig, attributes: AttributeSet, values: Mapping[str, Any]):
         super().__init__(config, attributes, values)
@@ -77,7 +78,7 @@ class HonestEvaluation(Evaluation):
     def input_problems(cls, options: AuditOptions) -> list[str]:
         from fairness_core.config.locations import missing_file
 
-        lexicon = options.value("lexicon")
+        lexicon = options.value(LEXICON.dest)
         found = missing_file("--lexicon", lexicon) if lexicon else None
         return [found] if found else []
 
@@ -109,8 +110,8 @@ class HonestEvaluation(Evaluation):
     def load(self, options: AuditOptions) -> None:
         from fairness_core.evaluations.honest.lexicon import load_builtin_lexicon, load_lexicon
 
-        self.level = options.value("lexicon_level") or self.limits.lexicon_level
-        path = options.value("lexicon")
+        self.level = options.value(LEXICON_LEVEL.dest) or self.limits.lexicon_level
+        path = options.value(LEXICON.dest)
         source = load_lexicon(path) if path else load_builtin_lexicon()
         self.lexicon = source.at_level(self.level)
         self._built_matcher = None
@@ -198,7 +199,7 @@ class HonestEvaluation(Evaluation):
         design = ratio_design(limits, groups=groups, prompts_per_group=len(self.prompts) // groups,
                               terms_per_group=len({(p.group, p.term) for p in self.prompts}) // groups)
         lines += plan_table(design, samples=self.protocol.num_samples, term_sd=limits.term_spread)
-        ratio = options.value("ratio")
+        ratio = options.value(RATIO.dest)
         return lines + ([samples_line(design, ratio, term_sd=limits.term_spread)] if ratio is not None else [])
 
     @classmethod

@@ -37,6 +37,11 @@ if TYPE_CHECKING:
 DEFAULT_CLASSIFIER = "daigo/bert-base-japanese-sentiment"
 
 
+SENTIMENT = Option("--sentiment", "sentiment scorer: hub id or path of a text classifier, or 'lexicon' for the offline "
+                   "polarity lexicon", default_text=f"the model's own where it brings one, as the demo models bring "
+                                                    f"lexicon; else {DEFAULT_CLASSIFIER}", commands=frozenset({AUDIT}))
+
+
 class SentimentEvaluation(Evaluation):
     """Sentiment group fairness (Huang et al. 2020): W1 of each group's completion sentiment to the pool."""
 
@@ -48,11 +53,7 @@ class SentimentEvaluation(Evaluation):
         MetricSpec("group_distance", bounds=SHARE), MetricSpec("average_group_fairness", bounds=SHARE),
         MetricSpec("mean_gap", bounds=SHARE), MetricSpec("mean_sentiment", "higher", bounds=SHARE),
         MetricSpec("counterfactual_fairness", bounds=SHARE), *REFUSAL_SPECS, *WITHHELD_SPECS)
-    options: ClassVar[tuple[Option, ...]] = (
-        Option("--sentiment", "sentiment scorer: hub id or path of a text classifier, or 'lexicon' for the offline "
-               "polarity lexicon", default_text=f"the model's own where it brings one, as the demo models bring "
-                                                f"lexicon; else {DEFAULT_CLASSIFIER}", commands=frozenset({AUDIT})),
-    )
+    options: ClassVar[tuple[Option, ...]] = (SENTIMENT,)
 
     def __init__(self, config: AuditConfig, attributes: AttributeSet, values: Mapping[str, Any]):
         super().__init__(config, attributes, values)
@@ -69,7 +70,7 @@ class SentimentEvaluation(Evaluation):
         from fairness_core.config.locations import MissingFolderError, resolve_location
         from fairness_core.evaluations.sentiment.scorers import cannot_load
 
-        spec = options.value("sentiment")
+        spec = options.value(SENTIMENT.dest)
         if not spec:
             return []
         try:
@@ -113,7 +114,7 @@ class SentimentEvaluation(Evaluation):
     def load(self, options: AuditOptions) -> None:
         from fairness_core.evaluations.sentiment.scorers import ScorerError, load_scorer
 
-        given = options.value("sentiment")
+        given = options.value(SENTIMENT.dest)
         try:
             self.scorer = load_scorer(given or DEFAULT_CLASSIFIER, label_positivity=self.limits.label_positivity)
         except ScorerError as err:
