@@ -95,6 +95,12 @@ class MetricSpec:
         return {"ratio": " in |log ratio|", "zero": " in |value|", "higher": " (lower is worse)"}.get(self.direction, "")
 
 
+class CannotRun(Exception):
+    """Raised by :meth:`Evaluation.load` when the evaluation cannot run on what the user gave, and the user did not ask
+    for what is missing (a default classifier on the hub, offline): the run does not judge it, with this reason,
+    as for :meth:`Evaluation.cannot_run`.  A bad value of an option the user set stays an ``AuditUsageError``."""
+
+
 class Evaluation:
     """One evaluation of one attribute set under one thresholds file; subclass it and register an entry point.
 
@@ -256,7 +262,8 @@ class Evaluation:
         self.answers = AnswerReader(prompt_format)
 
     def load(self, options: AuditOptions) -> None:
-        """Read the scorer, lexicon and so on; raise an ``AuditUsageError`` naming the bad option."""
+        """Read the scorer, lexicon and so on; raise an ``AuditUsageError`` naming the bad option, or
+        :class:`CannotRun` where a default the user did not choose cannot be had."""
 
     def run(self, backend: Backend) -> Any:
         """Generate every prompt's completions and score them."""

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fairness_core.api.evaluation import CannotRun
 from fairness_core.api.generic_options import SAMPLING
 from fairness_core.api.options import AuditOptions
 from fairness_core.backends.base import Backend, ContextWindowError
@@ -55,9 +56,12 @@ class AuditSession:
                 why = evaluation.cannot_run(options, self.backend)
                 if why:
                     self._not_judge(name, why)
-        for evaluation in self.evaluations.values():
+        for name, evaluation in list(self.evaluations.items()):
             evaluation.read_outputs_as(options.settings.prompt_format)
-            collect(problems, functools.partial(evaluation.load, options))
+            try:
+                collect(problems, functools.partial(evaluation.load, options))
+            except CannotRun as why:
+                self._not_judge(name, str(why))
         self.baseline_source = baseline
         # Without a backend there is no provenance to compare the baseline with; its problem is reported already.
         self.baseline = (collect(problems, lambda: self._read_baseline(baseline))

@@ -8,6 +8,7 @@ The two ``generate`` rows run the command in a subprocess, as a user would.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from audit_support import REPO, assert_one_usage_error, thresholds
+from audit_support import REPO, assert_one_usage_error, output, setup_audits, thresholds, write_thresholds
 from http_support import MODEL, ScriptedServer
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
@@ -163,9 +164,6 @@ CASES = {
         lambda t, m: ["--backend=jsonl", "--model=", _completions_of(t, "demo", SURROGATE_LINE)],
         r"completions\.jsonl:2: malformed line: a lone surrogate \\ud800 in a string: it is no Unicode text .*"
         r"\(1 line in all\)"),
-    "22-jsonl-without-sentiment": (
-        lambda t, m: ["--backend=jsonl", _completions_of(t, "demo"), "--model=", "--sentiment=", "-k", "group_fairness"],
-        r"No --sentiment was given, so the default classifier was tried: .*use the offline scorer: --sentiment=lexicon"),
 }
 
 
@@ -174,6 +172,20 @@ def test_round_two_input_is_one_usage_error(pytester, tiny_model_dirs, tmp_path,
     arguments, message = CASES[case]
     assert_one_usage_error(pytester, tiny_model_dirs, arguments(tmp_path, tiny_model_dirs), message)
 
+
+
+def test_a_default_classifier_that_cannot_be_had_leaves_sentiment_not_judged(pytester, tiny_model_dirs, tmp_path):
+    """Row 22, after issue 40: with no ``--sentiment`` and no hub, the default classifier cannot be had; the user did
+    not ask for it, so sentiment is not judged, with the offline way out, instead of ending the run."""
+    setup_audits(pytester)
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--backend=jsonl", _completions_of(tmp_path, "demo"), "--model=", "--sentiment=",
+        "-k", "group_fairness", f"--thresholds={write_thresholds(pytester, thresholds(lax=True))}", "--no-cache")
+    text = output(result)
+    assert result.ret == pytest.ExitCode.OK, text
+    assert re.search(r"not judged: sentiment: no --sentiment was given, and the default classifier cannot be had: "
+                     r".*use the offline scorer: --sentiment=lexicon", text), text
+    assert "Traceback" not in text and "passed" not in text
 
 #: row -> (how the scripted server misbehaves, a regex the output must match).
 SERVER_CASES = {

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from fairness_core.api.evaluation import SHARE, Evaluation, MetricSpec
+from fairness_core.api.evaluation import SHARE, CannotRun, Evaluation, MetricSpec
 from fairness_core.api.refusals import REFUSAL_SPECS
 from fairness_core.api.withheld import WITHHELD_SPECS
 from fairness_core.config.option_types import AUDIT, Option
@@ -120,7 +120,7 @@ class SentimentEvaluation(Evaluation):
         except ScorerError as err:
             if given:
                 raise
-            raise ScorerError(f"No --sentiment was given, so the default classifier was tried: {err}") from None
+            raise CannotRun(f"no --sentiment was given, and the default classifier cannot be had: {err}") from None
 
     def _loaded_scorer(self) -> SentimentScorer:
         if self.scorer is None:
