@@ -1,0 +1,129 @@
+"""The non-inferiority gate: each gated metric certified, a regression, or undecided against the baseline.
+
+:mod:`.noninferiority` holds the statistics; this module feeds it an
+evaluation's runs.  Both runs' completions are cut into prompt units
+(:meth:`~fairness_core.api.evaluation.Evaluation.prompt_units`), the gated
+values computed from them (:meth:`~fairness_core.api.evaluation.Evaluation.gated_values`),
+and the change of each metric's badness (its :class:`~fairness_core.api.evaluation.MetricSpec`
+direction: higher for a rate, further from 1 for a ratio as ``|log ratio|``,
+further from 0 for a bias score) gets a standard error from a bootstrap over
+prompts:
+
+* **paired by prompt** where both runs asked the same prompts: each resampled
+  prompt brings its completions from both runs, so what the prompt shares between
+  them (its template's wording, its term) leaves the difference;
+* **unpaired** otherwise (and as a comparison in ``benchmarks/certification.py``):
+  each run resampled on its own.
+
+The level ``alpha`` is divided among every gated metric of the run (Bonferroni),
+so the whole gate falsely certifies, or falsely flags, with probability <= alpha.
+The same function judges the audit's runs and the simulated ones.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from fairness_core.config.thresholds import RegressionConfig
+from fairness_core.gates.noninferiority import UNDECIDED, Comparison, compare
+from fairness_core.gates.regression import metric_name
+from fairness_core.statistics import group_resamples
+
+if TYPE_CHECKING:
+    from fairness_core.api.evaluation import Evaluation
+    from fairness_core.reporting.results import CompletionRecord
+
+#: Bootstrap resamples for a standard error (the tails of an interval would need more).
+RESAMPLES = 200
+
+
+def tolerance_of(metric_id: str, config: RegressionConfig) -> float:
+    """The tolerance of ``metric_id`` (``regression.tolerance`` by metric name, else ``default_tolerance``)."""
+    return config.tolerance.get(metric_name(metric_id), config.default_tolerance)
+
+
+def badness_changes(evaluation: Evaluation, current: Sequence[CompletionRecord],
+                    baseline: Sequence[CompletionRecord], *, paired: bool = True, resamples: int = RESAMPLES,
+                    seed: int = 0) -> tuple[bool, dict[str, tuple[float, float, float, float]]]:
+    """Whether the runs were paired, and per gated metric: (candidate value, baseline value, change of badness,
+    its bootstrap standard error).
+
+    ``paired`` needs the same prompts in both runs; when they differ it is
+    quietly unpaired (the prompts cannot be matched).  A resample whose value
+    is undefined (a ratio over no hurtful completion) is left out; a metric
+    undefined in either run itself gets NaN values, which :func:`certify` judges undecided.
+    """
+    ours, theirs = evaluation.prompt_units(current), evaluation.prompt_units(baseline)
+    groups = list(evaluation.groups)
+    ours_keys = [sorted(ours[g]) for g in groups]
+    theirs_keys = [sorted(theirs[g]) for g in groups]
+    paired = paired and ours_keys == theirs_keys
+    specs = {m: type(evaluation).metric_spec(metric_name(m)) for m in evaluation.gated_metrics()}
+
+    def values(units: Mapping[str, Mapping], keys: Sequence[Sequence[str]]) -> dict[str, float]:
+        with np.errstate(all="ignore"):
+            found = evaluation.gated_values([[units[g][k] for k in ks] for g, ks in zip(groups, keys)])
+        return {m: _finite(specs[m].badness, found[m]) for m in specs}
+
+    new, old = values(ours, ours_keys), values(theirs, theirs_keys)
+    changes: dict[str, list[float]] = {m: [] for m in specs}
+    draws = zip(group_resamples(ours_keys, resamples, seed),
+                group_resamples(theirs_keys, resamples, seed if paired else seed + 1))
+    for ours_drawn, theirs_drawn in draws:
+        drawn_new, drawn_old = values(ours, ours_drawn), values(theirs, ours_drawn if paired else theirs_drawn)
+        for m in specs:
+            changes[m].append(drawn_new[m] - drawn_old[m])
+    raw_new = evaluation.gated_values([[ours[g][k] for k in ks] for g, ks in zip(groups, ours_keys)])
+    raw_old = evaluation.gated_values([[theirs[g][k] for k in ks] for g, ks in zip(groups, theirs_keys)])
+    result = {}
+    for m in specs:
+        kept = np.array(changes[m])
+        kept = kept[np.isfinite(kept)]
+        error = float(np.std(kept, ddof=1)) if len(kept) > 1 else math.nan
+        result[m] = (float(raw_new[m]), float(raw_old[m]), new[m] - old[m], error)
+    return paired, result
+
+
+def _finite(badness, value) -> float:
+    try:
+        found = float(badness(value))
+    except (ValueError, ZeroDivisionError):
+        return math.nan
+    return found if math.isfinite(found) else math.nan
+
+
+def certify(evaluations: Mapping[str, Evaluation], current: Mapping[str, Sequence[CompletionRecord]],
+            baseline: Mapping[str, Sequence[CompletionRecord]], config: RegressionConfig, *,
+            fraction: float | None = None, paired: bool = True, resamples: int = RESAMPLES,
+            seed: int = 0) -> list[Comparison]:
+    """Every gated metric of ``evaluations`` judged against the baseline: one :class:`Comparison` each.
+
+    ``current`` and ``baseline`` are each run's completion records by
+    evaluation name.  ``fraction=None`` judges a finished run (one look);
+    a fraction of the fixed budget judges a look of an adaptive run with the
+    confidence sequence, valid at every look.  ``alpha`` is divided by the
+    number of gated metrics of all the evaluations together.
+    """
+    gated = [m for evaluation in evaluations.values() for m in evaluation.gated_metrics()]
+    level = config.alpha / max(len(gated), 1)
+    found = []
+    for name, evaluation in evaluations.items():
+        used = len(current[name])
+        matched, changes = badness_changes(evaluation, current[name], baseline[name], paired=paired,
+                                           resamples=resamples, seed=seed)
+        how = "paired by prompt" if matched else "unpaired"
+        for metric in evaluation.gated_metrics():
+            new, old, change, error = changes[metric]
+            tolerance = tolerance_of(metric, config)
+            if not (math.isfinite(change) and math.isfinite(error)):
+                found.append(Comparison(metric, old, new, math.nan, math.nan, math.nan, tolerance, UNDECIDED,
+                                        "not judged: the metric is undefined in one of the runs", None))
+                continue
+            found.append(compare(metric, baseline=old, candidate=new, difference=change, standard_error=error,
+                                 tolerance=tolerance, alpha=level, fraction=fraction, method=how, completions=used))
+    return found
+
