@@ -46,18 +46,35 @@ def tolerance_of(metric_id: str, config: RegressionConfig) -> float:
     return config.tolerance.get(metric_name(metric_id), config.default_tolerance)
 
 
-def badness_changes(evaluation: Evaluation, current: Sequence[CompletionRecord],
-                    baseline: Sequence[CompletionRecord], *, paired: bool = True, resamples: int = RESAMPLES,
+def look_points(budget: int) -> list[int]:
+    """The samples per prompt after which an adaptive certification looks: about x1.4 apart, and the budget.
+
+    The confidence sequence is valid at any looks; fewer of them spend less on
+    bootstraps, and a look that comes ~40% later costs at most that much more data.
+
+    >>> look_points(20)
+    [1, 2, 3, 4, 6, 8, 11, 16, 20]
+    """
+    points, k = [], 1.0
+    while round(k) < budget:
+        if not points or round(k) > points[-1]:
+            points.append(round(k))
+        k *= math.sqrt(2)
+    return [*points, budget]
+
+
+def badness_changes(evaluation: Evaluation, ours: Mapping[str, Mapping[str, object]],
+                    theirs: Mapping[str, Mapping[str, object]], *, paired: bool = True, resamples: int = RESAMPLES,
                     seed: int = 0) -> tuple[bool, dict[str, tuple[float, float, float, float]]]:
     """Whether the runs were paired, and per gated metric: (candidate value, baseline value, change of badness,
     its bootstrap standard error).
 
+    ``ours`` and ``theirs`` are each run's prompt units (``evaluation.prompt_units``).
     ``paired`` needs the same prompts in both runs; when they differ it is
     quietly unpaired (the prompts cannot be matched).  A resample whose value
     is undefined (a ratio over no hurtful completion) is left out; a metric
     undefined in either run itself gets NaN values, which :func:`certify` judges undecided.
     """
-    ours, theirs = evaluation.prompt_units(current), evaluation.prompt_units(baseline)
     groups = list(evaluation.groups)
     ours_keys = [sorted(ours[g]) for g in groups]
     theirs_keys = [sorted(theirs[g]) for g in groups]
@@ -103,16 +120,29 @@ def certify(evaluations: Mapping[str, Evaluation], current: Mapping[str, Sequenc
     """Every gated metric of ``evaluations`` judged against the baseline: one :class:`Comparison` each.
 
     ``current`` and ``baseline`` are each run's completion records by
-    evaluation name.  ``fraction=None`` judges a finished run (one look);
-    a fraction of the fixed budget judges a look of an adaptive run with the
-    confidence sequence, valid at every look.  ``alpha`` is divided by the
-    number of gated metrics of all the evaluations together.
+    evaluation name (:func:`certify_units` takes their prompt units instead).
+    """
+    return certify_units(evaluations, {n: e.prompt_units(current[n]) for n, e in evaluations.items()},
+                         {n: e.prompt_units(baseline[n]) for n, e in evaluations.items()}, config,
+                         used={n: len(current[n]) for n in evaluations}, fraction=fraction, paired=paired,
+                         resamples=resamples, seed=seed)
+
+
+def certify_units(evaluations: Mapping[str, Evaluation], current: Mapping[str, Mapping[str, Mapping[str, object]]],
+                  baseline: Mapping[str, Mapping[str, Mapping[str, object]]], config: RegressionConfig, *,
+                  used: Mapping[str, int], fraction: float | None = None, paired: bool = True,
+                  resamples: int = RESAMPLES, seed: int = 0) -> list[Comparison]:
+    """:func:`certify` on each run's prompt units by evaluation name; ``used``: the candidate's completions so far.
+
+    ``fraction=None`` judges a finished run (one look); a fraction of the
+    fixed budget judges a look of an adaptive run with the confidence
+    sequence, valid at every look.  ``alpha`` is divided by the number of gated
+    metrics of all the evaluations together.
     """
     gated = [m for evaluation in evaluations.values() for m in evaluation.gated_metrics()]
     level = config.alpha / max(len(gated), 1)
     found = []
     for name, evaluation in evaluations.items():
-        used = len(current[name])
         matched, changes = badness_changes(evaluation, current[name], baseline[name], paired=paired,
                                            resamples=resamples, seed=seed)
         how = "paired by prompt" if matched else "unpaired"
@@ -124,6 +154,6 @@ def certify(evaluations: Mapping[str, Evaluation], current: Mapping[str, Sequenc
                                         "not judged: the metric is undefined in one of the runs", None))
                 continue
             found.append(compare(metric, baseline=old, candidate=new, difference=change, standard_error=error,
-                                 tolerance=tolerance, alpha=level, fraction=fraction, method=how, completions=used))
+                                 tolerance=tolerance, alpha=level, fraction=fraction, method=how,
+                                 completions=used[name]))
     return found
-
