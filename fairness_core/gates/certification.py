@@ -31,11 +31,12 @@ import numpy as np
 from fairness_core.config.thresholds import RegressionConfig
 from fairness_core.gates.noninferiority import UNDECIDED, Comparison, compare
 from fairness_core.gates.regression import metric_name
-from fairness_core.statistics import group_resamples
+from fairness_core.statistics import group_resamples, standard_error_towards
 
 if TYPE_CHECKING:
-    from fairness_core.api.evaluation import Evaluation
-    from fairness_core.reporting.results import CompletionRecord
+    from fairness_core.api.evaluation import Evaluation, MetricSpec
+    from fairness_core.reporting.results import CompletionRecord, MetricRecord
+    from fairness_core.scorecard import MetricResult
 
 #: Bootstrap resamples for a standard error (the tails of an interval would need more).
 RESAMPLES = 200
@@ -79,7 +80,10 @@ def badness_changes(evaluation: Evaluation, ours: Mapping[str, Mapping[str, obje
     ours_keys = [sorted(ours[g]) for g in groups]
     theirs_keys = [sorted(theirs[g]) for g in groups]
     paired = paired and ours_keys == theirs_keys
-    specs = {m: type(evaluation).metric_spec(metric_name(m)) for m in evaluation.gated_metrics()}
+    with np.errstate(all="ignore"):
+        known = evaluation.gated_values([[ours[g][k] for k in ks] for g, ks in zip(groups, ours_keys)])
+    # A gated metric whose unit is not the prompt (counterfactual fairness: the template) has no value here.
+    specs = {m: type(evaluation).metric_spec(metric_name(m)) for m in evaluation.gated_metrics() if m in known}
 
     def values(units: Mapping[str, Mapping], keys: Sequence[Sequence[str]]) -> dict[str, float]:
         with np.errstate(all="ignore"):
@@ -116,7 +120,7 @@ def _finite(badness, value) -> float:
 def certify(evaluations: Mapping[str, Evaluation], current: Mapping[str, Sequence[CompletionRecord]],
             baseline: Mapping[str, Sequence[CompletionRecord]], config: RegressionConfig, *,
             fraction: float | None = None, paired: bool = True, resamples: int = RESAMPLES,
-            seed: int = 0) -> list[Comparison]:
+            seed: int = 0, comparisons: int | None = None) -> list[Comparison]:
     """Every gated metric of ``evaluations`` judged against the baseline: one :class:`Comparison` each.
 
     ``current`` and ``baseline`` are each run's completion records by
@@ -125,28 +129,32 @@ def certify(evaluations: Mapping[str, Evaluation], current: Mapping[str, Sequenc
     return certify_units(evaluations, {n: e.prompt_units(current[n]) for n, e in evaluations.items()},
                          {n: e.prompt_units(baseline[n]) for n, e in evaluations.items()}, config,
                          used={n: len(current[n]) for n in evaluations}, fraction=fraction, paired=paired,
-                         resamples=resamples, seed=seed)
+                         resamples=resamples, seed=seed, comparisons=comparisons)
 
 
 def certify_units(evaluations: Mapping[str, Evaluation], current: Mapping[str, Mapping[str, Mapping[str, object]]],
                   baseline: Mapping[str, Mapping[str, Mapping[str, object]]], config: RegressionConfig, *,
                   used: Mapping[str, int], fraction: float | None = None, paired: bool = True,
-                  resamples: int = RESAMPLES, seed: int = 0) -> list[Comparison]:
+                  resamples: int = RESAMPLES, seed: int = 0, comparisons: int | None = None) -> list[Comparison]:
     """:func:`certify` on each run's prompt units by evaluation name; ``used``: the candidate's completions so far.
+
+    Only the gated metrics that ``gated_values`` computes from prompt units are
+    judged here; the others (:func:`interval_comparison`) from each run's interval.
 
     ``fraction=None`` judges a finished run (one look); a fraction of the
     fixed budget judges a look of an adaptive run with the confidence
-    sequence, valid at every look.  ``alpha`` is divided by the number of gated
-    metrics of all the evaluations together.
+    sequence, valid at every look.  ``alpha`` is divided by ``comparisons``, by
+    default the number of gated metrics of all ``evaluations`` together (a run
+    judged one evaluation at a time passes the run's whole count).
     """
     gated = [m for evaluation in evaluations.values() for m in evaluation.gated_metrics()]
-    level = config.alpha / max(len(gated), 1)
+    level = config.alpha / max(comparisons or len(gated), 1)
     found = []
     for name, evaluation in evaluations.items():
         matched, changes = badness_changes(evaluation, current[name], baseline[name], paired=paired,
                                            resamples=resamples, seed=seed)
         how = "paired by prompt" if matched else "unpaired"
-        for metric in evaluation.gated_metrics():
+        for metric in changes:
             new, old, change, error = changes[metric]
             tolerance = tolerance_of(metric, config)
             if not (math.isfinite(change) and math.isfinite(error)):
@@ -157,3 +165,25 @@ def certify_units(evaluations: Mapping[str, Evaluation], current: Mapping[str, M
                                  tolerance=tolerance, alpha=level, fraction=fraction, method=how,
                                  completions=used[name]))
     return found
+
+
+def interval_comparison(current: MetricResult, baseline: MetricRecord, config: RegressionConfig, *,
+                        spec: MetricSpec, comparisons: int) -> Comparison:
+    """A metric judged without the baseline's completions: unpaired, each run's standard error read off its interval.
+
+    An estimate without an interval cannot be judged (the gate would have to
+    take it as exact): undecided, not judged.
+    """
+    tolerance = tolerance_of(current.id, config)
+    if current.value is None or baseline.value is None:
+        return Comparison(current.id, math.nan, math.nan, math.nan, math.nan, math.nan, tolerance, UNDECIDED,
+                          "not judged: the metric has no value in one of the runs")
+    new, old = spec.badness(current.value), spec.badness(baseline.value)
+    if current.interval is None or baseline.interval is None:
+        return Comparison(current.id, baseline.value, current.value, new - old, math.nan, math.nan, tolerance,
+                          UNDECIDED, "not judged: a run without an interval gives no standard error")
+    error = math.hypot(standard_error_towards(new, spec.badness_interval(current.interval), old),
+                       standard_error_towards(old, spec.badness_interval(baseline.interval), new))
+    return compare(current.id, baseline=baseline.value, candidate=current.value, difference=new - old,
+                   standard_error=error, tolerance=tolerance, alpha=config.alpha / max(comparisons, 1), fraction=None,
+                   method="unpaired (each run's 95% interval)")

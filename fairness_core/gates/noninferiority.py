@@ -171,10 +171,16 @@ class Comparison:
     #: Completions a certification of an unchanged model is expected to need (``None``: none certifies it).
     needed: int | None = None
 
-    def as_dict(self) -> dict:
-        return {"metric": self.metric, "baseline": self.baseline, "candidate": self.candidate,
-                "difference": self.difference, "bound": [self.lower, self.upper], "tolerance": self.tolerance,
-                "verdict": self.verdict, "method": self.method, "needed_completions": self.needed}
+    def as_dict(self, completions: int | None = None) -> dict:
+        """The results file's record (``CertificationRecord``): undefined numbers as ``None``, never NaN."""
+        def number(value: float) -> float | None:
+            return value if math.isfinite(value) else None
+
+        judged = math.isfinite(self.lower) and math.isfinite(self.upper)
+        return {"metric": self.metric, "baseline": number(self.baseline), "candidate": number(self.candidate),
+                "difference": number(self.difference), "bound": (self.lower, self.upper) if judged else None,
+                "tolerance": self.tolerance, "verdict": self.verdict, "method": self.method,
+                "completions": completions, "needed_completions": self.needed}
 
 
 def compare(metric: str, *, baseline: float, candidate: float, difference: float, standard_error: float,
@@ -201,14 +207,3 @@ def compare(metric: str, *, baseline: float, candidate: float, difference: float
     look = "one look" if fraction is None else f"confidence sequence at {fraction:.2f} of the budget"
     return Comparison(metric, baseline, candidate, difference, difference - width, difference + width, tolerance,
                       verdict, f"{method}, {look}", needed)
-
-
-def summary_line(comparisons: list[Comparison]) -> str:
-    """The terminal's lead line: ``certified: N of M metrics``, then what regressed or stays undecided."""
-    certified = sum(c.verdict == CERTIFIED for c in comparisons)
-    line = f"certified: {certified} of {len(comparisons)} metrics"
-    for verdict in (REGRESSION, UNDECIDED):
-        named = [c.metric for c in comparisons if c.verdict == verdict]
-        if named:
-            line += f"; {verdict}: " + ", ".join(named)
-    return line
