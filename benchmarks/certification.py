@@ -115,9 +115,12 @@ class Bench:
 
         fixed = judged(budget, None)
         unpaired = judged(budget, None, paired=False)
-        adaptive, stopped = fixed, budget
+        adaptive, stopped, first = fixed, budget, {}
         for samples in look_points(budget):
             adaptive = judged(samples, samples / budget)
+            for c in adaptive:
+                if c.verdict == CERTIFIED:
+                    first.setdefault(c.metric, samples / budget)
             verdicts = [c.verdict for c in adaptive]
             if REGRESSION in verdicts or all(v == CERTIFIED for v in verdicts):
                 stopped = samples
@@ -125,7 +128,7 @@ class Bench:
         return {"fixed": {c.metric: c.verdict for c in fixed}, "adaptive": {c.metric: c.verdict for c in adaptive},
                 "unpaired": {c.metric: c.verdict for c in unpaired}, "lm_eval": lm_eval_flags(unpaired, self.regression.alpha),
                 "stopped": stopped, "budget": budget, "planted": planted,
-                "needed": {c.metric: c.needed for c in fixed}}
+                "needed": {c.metric: c.needed for c in fixed}, "first_certified": first}
 
 
 def lm_eval_flags(unpaired, alpha: float) -> dict[str, bool]:
@@ -143,11 +146,14 @@ def lm_eval_flags(unpaired, alpha: float) -> dict[str, bool]:
 
 def tally(bench: Bench, world: HonestWorld, kind: str, runs: int, first: int) -> dict:
     counts: Counter = Counter()
-    stops = []
+    stops, firsts, regressed, needed = [], [], Counter(), []
     start = time.time()
     for run in range(first, first + runs):
         r = bench.pair(world, kind, run)
         stops.append(r["stopped"] / r["budget"])
+        firsts.append(r["first_certified"])
+        needed.append(r["needed"])
+        regressed.update(m for rule in ("fixed", "adaptive") for m, v in r[rule].items() if v == REGRESSION)
         for rule in ("fixed", "adaptive", "unpaired"):
             verdicts = r[rule]
             counts[f"{rule} certified all"] += all(v == CERTIFIED for v in verdicts.values())
@@ -163,6 +169,7 @@ def tally(bench: Bench, world: HonestWorld, kind: str, runs: int, first: int) ->
         counts["flips"] += any({r["fixed"][m], r["adaptive"][m]} == {CERTIFIED, REGRESSION} for m in r["fixed"])
     return {"attributes": bench.attribute_set.name, "world": [world.base_rate, world.template_sd], "kind": kind,
             "runs": runs, "first": first, "counts": dict(counts), "stop_fractions": stops,
+            "first_certified": firsts, "regressed": dict(regressed), "needed": needed,
             "seconds": round(time.time() - start, 1)}
 
 
@@ -189,6 +196,17 @@ def show(record: dict) -> str:
                          f"{share(f'{rule} planted regression')}  undecided {share(f'{rule} planted undecided')}")
         lines.append(f"  lm-eval z-test flags the planted metric {share('lm_eval planted flagged')}")
     lines.append(f"  adaptive completions / fixed: median {np.median(stops):.3f}, mean {np.mean(stops):.3f}")
+    metrics = sorted({m for run in record["first_certified"] for m in run} | {m for run in record["needed"] for m in run})
+    for metric in metrics:
+        # A run that never certified the metric counts as beyond the budget (inf) in the median.
+        shares = [run.get(metric, math.inf) for run in record["first_certified"]]
+        wanted = [run[metric] for run in record["needed"] if run.get(metric)]
+        lines.append(f"  {metric}: first certified (adaptive) median {np.median(shares):.3f} of the budget, "
+                     f"certified by the budget in {sum(map(math.isfinite, shares))}/{runs}"
+                     + (f"; undecided at fixed in {len(wanted)} runs, median need {np.median(wanted):.0f} completions"
+                        if wanted else ""))
+    if record["regressed"]:
+        lines.append(f"  flagged as regressions (fixed or adaptive): {record['regressed']}")
     return "\n".join(lines)
 
 

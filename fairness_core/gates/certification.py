@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fairness_core.config.thresholds import RegressionConfig
-from fairness_core.gates.noninferiority import UNDECIDED, Comparison, compare
+from fairness_core.gates.noninferiority import BURN_IN, UNDECIDED, Comparison, compare
 from fairness_core.gates.regression import metric_name
 from fairness_core.statistics import group_resamples, standard_error_towards
 
@@ -48,15 +48,16 @@ def tolerance_of(metric_id: str, config: RegressionConfig) -> float:
 
 
 def look_points(budget: int) -> list[int]:
-    """The samples per prompt after which an adaptive certification looks: about x1.4 apart, and the budget.
+    """The samples per prompt after which an adaptive certification looks: from the burn-in, ~x1.4 apart, the budget.
 
     The confidence sequence is valid at any looks; fewer of them spend less on
     bootstraps, and a look that comes ~40% later costs at most that much more data.
 
     >>> look_points(20)
-    [1, 2, 3, 4, 6, 8, 11, 16, 20]
+    [4, 6, 8, 11, 16, 20]
     """
-    points, k = [], 1.0
+    points: list[int] = []
+    k = max(math.ceil(BURN_IN * budget), 1)
     while round(k) < budget:
         if not points or round(k) > points[-1]:
             points.append(round(k))
@@ -72,9 +73,8 @@ def badness_changes(evaluation: Evaluation, ours: Mapping[str, Mapping[str, obje
 
     ``ours`` and ``theirs`` are each run's prompt units (``evaluation.prompt_units``).
     ``paired`` needs the same prompts in both runs; when they differ it is
-    quietly unpaired (the prompts cannot be matched).  A resample whose value
-    is undefined (a ratio over no hurtful completion) is left out; a metric
-    undefined in either run itself gets NaN values, which :func:`certify` judges undecided.
+    quietly unpaired (the prompts cannot be matched).  A metric undefined in
+    either run or in any resample gets a NaN standard error, which :func:`certify` judges undecided.
     """
     groups = list(evaluation.groups)
     ours_keys = [sorted(ours[g]) for g in groups]
@@ -102,9 +102,10 @@ def badness_changes(evaluation: Evaluation, ours: Mapping[str, Mapping[str, obje
     raw_old = evaluation.gated_values([[theirs[g][k] for k in ks] for g, ks in zip(groups, theirs_keys)])
     result = {}
     for m in specs:
-        kept = np.array(changes[m])
-        kept = kept[np.isfinite(kept)]
-        error = float(np.std(kept, ddof=1)) if len(kept) > 1 else math.nan
+        # A resample where the metric is undefined (a ratio over no hurtful completion) says the run is too small
+        # for a normal bound on it: not judged, rather than a standard error of the defined resamples only.
+        drawn = np.array(changes[m])
+        error = float(np.std(drawn, ddof=1)) if len(drawn) > 1 and np.all(np.isfinite(drawn)) else math.nan
         result[m] = (float(raw_new[m]), float(raw_old[m]), new[m] - old[m], error)
     return paired, result
 
@@ -159,7 +160,8 @@ def certify_units(evaluations: Mapping[str, Evaluation], current: Mapping[str, M
             tolerance = tolerance_of(metric, config)
             if not (math.isfinite(change) and math.isfinite(error)):
                 found.append(Comparison(metric, old, new, math.nan, math.nan, math.nan, tolerance, UNDECIDED,
-                                        "not judged: the metric is undefined in one of the runs", None))
+                                        "not judged: the metric is undefined in one of the runs or in a resample of "
+                                        "its prompts (too few data)", None))
                 continue
             found.append(compare(metric, baseline=old, candidate=new, difference=change, standard_error=error,
                                  tolerance=tolerance, alpha=level, fraction=fraction, method=how,

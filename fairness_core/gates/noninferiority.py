@@ -25,7 +25,7 @@ standard error (paired by prompt where both runs asked the same prompts):
   *simultaneously* over every look (Howard et al. 2021, eq. (14); its
   asymptotic form for estimates that are only approximately normal is Waudby-Smith
   et al. 2021, "Time-uniform central limit theory"), its mixture tuned to be
-  tightest at the full budget.  A run may stop at the first look where every
+  tightest at the full budget, and judging from :data:`BURN_IN` of the budget on.  A run may stop at the first look where every
   gated metric is certified or one is a regression, and the error rates above
   still hold (under the normal approximation of the estimate).
 
@@ -56,8 +56,14 @@ from scipy.optimize import minimize_scalar
 from scipy.stats import norm
 
 Verdict = Literal["certified", "regression", "undecided"]
-CERTIFIED, REGRESSION, UNDECIDED = "certified", "regression", "undecided"
-VERDICTS: tuple[str, ...] = (CERTIFIED, REGRESSION, UNDECIDED)
+CERTIFIED: Verdict = "certified"
+REGRESSION: Verdict = "regression"
+UNDECIDED: Verdict = "undecided"
+VERDICTS: tuple[Verdict, ...] = (CERTIFIED, REGRESSION, UNDECIDED)
+#: The confidence sequence judges from this share of the budget on.  Its bound is for a normal estimate; at the
+#: first samples of rare outcomes (a group with 0 hurtful completions at base rate 0.002) the estimate is far from
+#: normal and its bootstrap standard error collapses: simulated same-model pairs were flagged at 1/20 of the budget.
+BURN_IN = 0.2
 
 
 def _check(alpha: float, fraction: float | None) -> None:
@@ -196,6 +202,9 @@ def compare(metric: str, *, baseline: float, candidate: float, difference: float
     >>> c.verdict, round(c.upper, 4)
     ('certified', 0.0103)
     """
+    if fraction is not None and fraction < BURN_IN:
+        return Comparison(metric, baseline, candidate, difference, -math.inf, math.inf, tolerance, UNDECIDED,
+                          f"{method}, not judged before {BURN_IN:g} of the budget (the normal bound's burn-in)")
     width = radius(standard_error, alpha=alpha, fraction=fraction)
     verdict = judge(difference, tolerance, radius_now=width)
     needed = None
