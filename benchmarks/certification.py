@@ -203,7 +203,7 @@ def show(record: dict) -> str:
         wanted = [run[metric] for run in record["needed"] if run.get(metric)]
         lines.append(f"  {metric}: first certified (adaptive) median {np.median(shares):.3f} of the budget, "
                      f"certified by the budget in {sum(map(math.isfinite, shares))}/{runs}"
-                     + (f"; undecided at fixed in {len(wanted)} runs, median need {np.median(wanted):.0f} completions"
+                     + (f"; fixed run estimated a need in {len(wanted)} runs, median {np.median(wanted):.0f} completions"
                         if wanted else ""))
     if record["regressed"]:
         lines.append(f"  flagged as regressions (fixed or adaptive): {record['regressed']}")

@@ -152,14 +152,20 @@ class AuditSession:
             self._comparisons[name] = found
         return self._comparisons[name].get(metric_id)
 
+    def _compared(self, metric_id: str) -> bool:
+        """Whether both runs have a value of ``metric_id`` (its regression test is not skipped)."""
+        theirs = self.baseline_metric(metric_id)
+        return self.metric(metric_id).value is not None and theirs is not None and theirs.value is not None
+
     def certification_records(self) -> list[dict]:
-        """Every gated metric's verdict against the baseline, as the results file keeps them (``[]`` without one)."""
+        """Every compared gated metric's verdict against the baseline, as the results file keeps them (``[]`` without
+        one): the metrics that either run left uncomputed are skipped by their tests and left out here."""
         if self.baseline is None:
             return []
         found = []
         for name, evaluation in self.evaluations.items():
             used = len(evaluation.completion_records(self.scored(name)))
-            found += [c.as_dict(used) for m in evaluation.gated_metrics() if (c := self.comparison(m)) is not None]
+            found += [self.comparison(m).as_dict(used) for m in evaluation.gated_metrics() if self._compared(m)]
         return found
 
     def scored(self, name: str) -> Any:
