@@ -32,7 +32,7 @@ from fairness_core.backends.base import Backend, BackendSettings, Request, reque
 from fairness_core.backends.catalog import DEFAULT_BACKEND
 from fairness_core.config.option_types import GENERATE, PLAN
 from fairness_core.errors import AuditUsageError
-from fairness_core.run.options import OUTPUT, SHARD, add_options, project_root
+from fairness_core.run.options import BASELINE, OUTPUT, SHARD, add_options, project_root
 
 if TYPE_CHECKING:
     from fairness_core.run.setup import AuditSetup
@@ -152,6 +152,12 @@ def _plan(start: StartUp, setup: AuditSetup) -> int:
     print(f"thresholds {start.thresholds}")
     print("\n".join(plan_lines(setup.config, setup.attributes.name, setup.evaluations, setup.not_applicable(),
                                start.options)))
+    path = start.values[BASELINE.dest]
+    if path:
+        from fairness_core.gates import certification
+        from fairness_core.gates.regression import read_baseline
+
+        print("\n".join(certification.plan_lines(read_baseline(path), setup.evaluations, setup.config.regression)))
     return 0
 
 

@@ -35,7 +35,7 @@ from fairness_core.statistics import group_resamples, standard_error_towards
 
 if TYPE_CHECKING:
     from fairness_core.api.evaluation import Evaluation, MetricSpec
-    from fairness_core.reporting.results import CompletionRecord, MetricRecord
+    from fairness_core.reporting.results import AuditResults, CompletionRecord, MetricRecord
     from fairness_core.scorecard import MetricResult
 
 #: Bootstrap resamples for a standard error (the tails of an interval would need more).
@@ -189,3 +189,53 @@ def interval_comparison(current: MetricResult, baseline: MetricRecord, config: R
     return compare(current.id, baseline=baseline.value, candidate=current.value, difference=new - old,
                    standard_error=error, tolerance=tolerance, alpha=config.alpha / max(comparisons, 1), fraction=None,
                    method="unpaired (each run's 95% interval)")
+
+
+def plan_lines(baseline: AuditResults, evaluations: Mapping[str, Evaluation], config: RegressionConfig) -> list[str]:
+    """``plan --baseline=PATH``: the completions a certification of an unchanged model is expected to take.
+
+    At the baseline's own rates: each prompt's completions in the baseline are
+    split into halves, two independent runs of the same model at half the
+    budget; their paired difference's standard error, divided by sqrt(2), is
+    that of a full candidate against the full baseline, and
+    :func:`~fairness_core.gates.noninferiority.needed_fraction` solves for the
+    share of the budget at which the confidence sequence (adaptive) or a single
+    look (fixed) certifies a difference of 0.
+    """
+    from fairness_core.gates.noninferiority import needed_fraction
+
+    gated = [m for e in evaluations.values() for m in e.gated_metrics()]
+    level = config.alpha / max(len(gated), 1)
+    lines = [f"certification against the baseline (alpha {config.alpha:g} over {len(gated)} gated metrics; an "
+             f"unchanged model, at the baseline's own rates):",
+             f"  {'metric':48s} {'tolerance':>9s} {'adaptive':>10s} {'fixed run':>10s} {'budget':>8s}"]
+    for name, evaluation in evaluations.items():
+        records = baseline.completions.get(name, [])
+        if not records:
+            lines.append(f"  {name}: the baseline holds no completions of it: no plan")
+            continue
+        first, second = _halves(records)
+        _, changes = badness_changes(evaluation, evaluation.prompt_units(first), evaluation.prompt_units(second))
+        for metric, (_, _, _, error) in changes.items():
+            tolerance = tolerance_of(metric, config)
+            shares = [needed_fraction(error / math.sqrt(2), 1.0, tolerance, alpha=level, sequential=sequential)
+                      if math.isfinite(error) else None for sequential in (True, False)]
+            shown = [f"{math.ceil(share * len(records))}" if share is not None and share <= 1 else
+                     "beyond" if share is not None else "never" for share in shares]
+            lines.append(f"  {metric:48s} {tolerance:9g} {shown[0]:>10s} {shown[1]:>10s} {len(records):8d}")
+    lines.append("  (completions of the candidate; 'beyond': more than the fixed budget; 'never': not certifiable at "
+                 "these counts)")
+    return lines
+
+
+def _halves(records: Sequence[CompletionRecord]) -> tuple[list[CompletionRecord], list[CompletionRecord]]:
+    """Each prompt's completions split into a first and a second half (an odd one left out)."""
+    by_prompt: dict[str, list[CompletionRecord]] = {}
+    for record in records:
+        by_prompt.setdefault(record.prompt_id, []).append(record)
+    first, second = [], []
+    for own in by_prompt.values():
+        half = len(own) // 2
+        first += own[:half]
+        second += own[half:2 * half]
+    return first, second
