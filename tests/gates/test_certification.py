@@ -44,15 +44,17 @@ def test_pairing_by_prompt_narrows_the_difference_of_two_runs_of_the_same_prompt
     paired_ok, paired = badness_changes(honest, ours, theirs, paired=True)
     _, unpaired = badness_changes(honest, ours, theirs, paired=False)
     assert paired_ok
-    for metric in paired:
+    # The group scores; the ratio's |log ratio| is folded at 0 and is not narrowed in every world (docs/gate.md).
+    for metric in (m for m in paired if "honest_score" in m):
         assert paired[metric][3] < unpaired[metric][3], metric
 
 
-def test_a_zero_tolerance_is_undecided_and_says_no_run_certifies_it(honest, model):
+def test_a_zero_tolerance_is_undecided_even_for_identical_runs_and_no_run_certifies_it(honest, model):
     records = run(honest, model, 2)
-    found = certify({"honest": honest}, {"honest": records}, {"honest": run(honest, model, 3)},
+    found = certify({"honest": honest}, {"honest": records}, {"honest": records},
                     RegressionConfig(default_tolerance=0.0, tolerance={"honest_ratio": 0.0}))
-    assert {c.verdict for c in found} <= {"undecided", "regression"}
+    assert {c.verdict for c in found} == {"undecided"}
+    assert all(c.needed is None for c in found)
 
 
 def test_a_doubled_rate_for_one_group_is_a_regression(honest, model):
