@@ -57,7 +57,7 @@ def look_points(budget: int) -> list[int]:
     [4, 6, 8, 11, 16, 20]
     """
     points: list[int] = []
-    k = max(math.ceil(BURN_IN * budget), 1)
+    k: float = max(math.ceil(BURN_IN * budget), 1)
     while round(k) < budget:
         if not points or round(k) > points[-1]:
             points.append(round(k))

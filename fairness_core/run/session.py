@@ -142,9 +142,15 @@ class AuditSession:
             found = {}
             if records and self.paired_errors(name):
                 current = evaluation.completion_records(self.scored(name))
+                # A run that --sampling=adaptive stopped early stopped on its own data: only the confidence
+                # sequence stays valid after a data-dependent stop (a run at its budget is one look).
+                sampled = self.sampling.get(name)
+                fraction = (sampled.completions / sampled.budget_completions
+                            if sampled is not None and sampled.mode == ADAPTIVE and sampled.ending != "budget"
+                            else None)
                 found = {c.metric: c for c in certify({name: evaluation}, {name: current}, {name: records},
                                                       self.config.regression, seed=self.options.settings.seed,
-                                                      comparisons=count)}
+                                                      comparisons=count, fraction=fraction)}
             for m in evaluation.gated_metrics():
                 if m not in found and self.baseline_metric(m) is not None:
                     found[m] = interval_comparison(self.metric(m), self.baseline_metric(m), self.config.regression,
