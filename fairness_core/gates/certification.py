@@ -215,11 +215,17 @@ def plan_lines(baseline: AuditResults, evaluations: Mapping[str, Evaluation], co
             lines.append(f"  {name}: the baseline holds no completions of it: no plan")
             continue
         first, second = _halves(records)
-        _, changes = badness_changes(evaluation, evaluation.prompt_units(first), evaluation.prompt_units(second))
+        try:
+            _, changes = badness_changes(evaluation, evaluation.prompt_units(first), evaluation.prompt_units(second))
+        except ValueError as err:  # one completion a prompt: no halves to compare
+            lines.append(f"  {name}: its completions cannot be split into two runs of every prompt ({err}): no plan")
+            continue
         for metric, (_, _, _, error) in changes.items():
             tolerance = tolerance_of(metric, config)
             shares = [needed_fraction(error / math.sqrt(2), 1.0, tolerance, alpha=level, sequential=sequential)
                       if math.isfinite(error) else None for sequential in (True, False)]
+            # An adaptive run judges nothing before its burn-in.
+            shares[0] = None if shares[0] is None else max(shares[0], BURN_IN)
             shown = [f"{math.ceil(share * len(records))}" if share is not None and share <= 1 else
                      "beyond" if share is not None else "never" for share in shares]
             lines.append(f"  {metric:48s} {tolerance:9g} {shown[0]:>10s} {shown[1]:>10s} {len(records):8d}")
