@@ -59,7 +59,8 @@ def test_each_command_takes_its_own_options():
     assert {"--audit-json", "--baseline", "--lexicon", "--sentiment"} <= flags[AUDIT] - flags[GENERATE]
     assert {"--output", "--shard"} <= flags[GENERATE] - flags[AUDIT]
     # plan's own, and the evaluations' options that change what is asked (HONEST's ratio, BBQ's questions and scorer)
-    assert flags[PLAN] == {"--attributes", "--thresholds", "--ratio", "--bbq-file", "--bbq-subset", "--bbq-scorer"}
+    assert flags[PLAN] == {"--attributes", "--thresholds", "--ratio", "--bbq-file", "--bbq-subset", "--bbq-scorer",
+                           "--baseline"}  # plan --baseline: what a certification against it takes
 
 
 def test_an_option_declared_twice_differently_is_refused(monkeypatch):

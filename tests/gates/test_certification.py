@@ -81,3 +81,12 @@ def test_looks_start_at_the_burn_in_and_end_at_the_budget():
     assert look_points(1) == [1]
     assert all(b > a for a, b in zip(look_points(50), look_points(50)[1:]))
     assert not math.isnan(look_points(5)[0])
+
+
+def test_plan_with_an_unreadable_baseline_is_one_usage_error(tmp_path, capsys):
+    from fairness_core.cli import main
+
+    missing = tmp_path / "nowhere.json"
+    assert main(["plan", "--attributes=gender", f"--baseline={missing}"]) == 4
+    err = capsys.readouterr().err
+    assert str(missing) in err and "Traceback" not in err
