@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fairness_core.api.generic_options import OUTPUT, SAMPLING, SHARD
+from fairness_core.api.generic_options import BASELINE, OUTPUT, SAMPLING, SHARD
 from fairness_core.api.prompts import PromptSet
 from fairness_core.backends.base import Backend, BackendSettings, ContextWindowError, Request, request_seed
 from fairness_core.backends.catalog import DEFAULT_BACKEND
@@ -166,6 +166,12 @@ def _plan(start: StartUp, setup: AuditSetup) -> int:
     print("\n".join([f"thresholds {start.thresholds}", *notes]))
     print("\n".join(plan_lines(setup.config, setup.attributes.name, setup.evaluations, setup.not_applicable(),
                                start.options, sampling=start.values[SAMPLING.dest])))
+    path = start.values[BASELINE.dest]
+    if path:
+        from fairness_core.gates import certification
+        from fairness_core.gates.regression import read_baseline
+
+        print("\n".join(certification.plan_lines(read_baseline(path), setup.evaluations, setup.config.regression)))
     return 0
 
 

@@ -55,7 +55,7 @@ def test_each_command_takes_its_own_options():
     # plan's own, the format and sampling it plans for, and the evaluations' options that change what is asked (HONEST's
     # ratio, BBQ's questions and scorer)
     assert flags[PLAN] == {"--attributes", "--thresholds", "--prompt-format", "--sampling", "--ratio", "--bbq-file",
-                           "--bbq-subset", "--bbq-scorer"}
+                           "--bbq-subset", "--bbq-scorer", "--baseline"}  # plan --baseline: what a certification against it takes
 
 
 def test_an_option_declared_twice_differently_is_refused(monkeypatch):

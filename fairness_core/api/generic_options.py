@@ -83,8 +83,9 @@ PROMPT_FORMAT = Option(
     "for the continuation; the answer is read after any echo of the template). Default completion for every model: "
     "a format changes what is measured, so it is chosen, never inferred (docs/chat-models.md)",
     o.one_of(*PROMPT_FORMATS), PROMPT_FORMATS[0], commands=ALL_COMMANDS)
-BASELINE = Option("--baseline", "an earlier --audit-json file: fail on significant regressions", Path,
-                  commands=frozenset({AUDIT}))
+BASELINE = Option("--baseline", "an earlier --audit-json file (with its completions): each gated metric must be "
+                  "certified no worse than in it, beyond its tolerance (docs/gate.md); with plan: the completions a "
+                  "certification is expected to take", Path, commands=frozenset({AUDIT, PLAN}))
 SAMPLING = Option("--sampling", "fixed: every prompt gets the protocol's samples; adaptive: rounds of a few samples of "
                   "every prompt, stopping as soon as an evaluation's verdict is settled (anytime-valid), at most the "
                   "fixed protocol's budget (docs/gate.md)", o.one_of(*SAMPLING_MODES), FIXED,

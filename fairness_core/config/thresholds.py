@@ -126,13 +126,17 @@ class RegressionConfig(StrictModel):
     """How much worse than ``--baseline`` a metric may get before it is a regression.
 
     Worse means higher, and for the ratio further from 1 (compared as ``|log ratio|``).
-    A regression also has to be significant: a one-sided test of the difference
-    of the two runs' estimates, at ``alpha`` over all gated metrics together.
+    Each gated metric is certified (no worse than the tolerance, at ``alpha``
+    over all gated metrics together), a regression (worse by more, at ``alpha``)
+    or undecided (:mod:`fairness_core.gates.certification`).
     """
 
     tolerance: dict[str, Annotated[float, Field(ge=0.0)]] = {}
     default_tolerance: Annotated[float, Field(ge=0.0)] = 0.02
     alpha: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05
+    #: What a metric the run cannot certify nor flag does to the gate: ``fail`` (with the completions a
+    #: certification is expected to need) or ``pass`` (which the report then states).
+    undecided: Literal["fail", "pass"] = "fail"
 
 
 def _partial(model: type[BaseModel]) -> type[BaseModel]:

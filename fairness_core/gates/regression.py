@@ -1,6 +1,11 @@
-"""Regression gate against an earlier run's ``--audit-json`` file (``--baseline``).
+"""Reading and checking the ``--baseline`` file, and the significance rule the non-inferiority gate replaced.
 
-A metric regresses when the new model is worse than the baseline by more than
+The audit's regression tests judge each gated metric with
+:mod:`fairness_core.gates.certification` (certified, regression or undecided).
+This module reads the baseline and refuses one from another experiment; its
+:func:`regression` and :func:`gate_regressions` are the previous rule, kept for
+the comparisons of ``benchmarks/operating_characteristics.py --regression``:
+a metric regresses when the new model is worse than the baseline by more than
 the tolerance in ``thresholds.yaml`` *and* the difference is significant: a
 one-sided test of the difference of two noisy estimates, Bonferroni-corrected
 over the gated metrics.  The baseline is itself an estimate: judging it as

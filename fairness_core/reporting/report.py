@@ -17,7 +17,7 @@ from html import escape
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fairness_core.reporting.results import AuditResults, MetricRecord
+    from fairness_core.reporting.results import AuditResults, CertificationRecord, MetricRecord
     from fairness_core.reporting.violations import Evidence
 
 #: pytest-html puts its Environment table between the title and the summary; the verdict must be the first thing a
@@ -228,6 +228,26 @@ def evidence_html(evidence: Sequence[Evidence]) -> str:
             f"{rows}</table>")
 
 
+def certification_lines(records: Sequence[CertificationRecord]) -> list[str]:
+    """``certified: N of M metrics`` (naming what regressed or stays undecided), then the verdict table."""
+    if not records:
+        return []
+    lead = f"certified: {sum(r.verdict == 'certified' for r in records)} of {len(records)} metrics"
+    for kind in ("regression", "undecided"):
+        named = [r.metric for r in records if r.verdict == kind]
+        lead += f"; {kind}: {', '.join(named)}" if named else ""
+    lines = [lead]
+    for r in records:
+        change = "not judged" if r.bound is None else (f"change {r.difference:+.4f} "
+                                                       f"[{r.bound[0]:+.4f}, {r.bound[1]:+.4f}]")
+        values = "" if r.baseline is None or r.candidate is None else \
+            f"baseline {r.baseline:.4f}, candidate {r.candidate:.4f}, "
+        needed = f"; expected to need {r.needed_completions} completions" if r.needed_completions else ""
+        lines.append(f"certification: {r.metric}: {values}{change}, tolerance {r.tolerance:g}: {r.verdict} "
+                     f"({r.method}{needed})")
+    return lines
+
+
 def terminal_lines(violations: Sequence[dict], results: AuditResults, outputs: Sequence[str],
                    evaluation_lines: Sequence[str] = ()) -> list[str]:
     """The short 'fairness audit' section after pytest's results: aggregate violations first, then what each evaluation
@@ -235,7 +255,7 @@ def terminal_lines(violations: Sequence[dict], results: AuditResults, outputs: S
     from fairness_core.sampling import sampling_lines
 
     ordered = sorted(violations, key=lambda v: not v["aggregate"])
-    lines = [verdict(violations, results).headline]
+    lines = [*certification_lines(results.certification), verdict(violations, results).headline]
     lines += [f"VIOLATION {v['summary']}" for v in ordered]
     lines += evaluation_lines
     lines += sampling_lines(results.provenance.sampling)

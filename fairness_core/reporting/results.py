@@ -12,7 +12,8 @@ evaluation adds its own without a new schema.  Version 5 adds the
 ``settled`` verdict and the provenance's ``sampling`` (how many completions
 each evaluation used under ``--sampling``, and why it stopped); the
 provenance's optional ``limits`` (where each evaluation's limits came from)
-came later without a new version, as files without it still read.  Files of
+and the optional ``certification`` verdicts against ``--baseline`` came later
+without a new version, as files without them still read.  Files of
 versions 2 to 4 (the baselines of earlier runs) are still read, as
 :func:`upgrade` translates them.
 
@@ -121,6 +122,27 @@ class Provenance(FrozenModel):
     limits: dict[str, LimitsSource] = {}
 
 
+class CertificationRecord(FrozenModel):
+    """One gated metric's verdict against ``--baseline`` (``fairness_core.gates.noninferiority.Comparison``).
+
+    ``difference`` is the change of badness (worse is positive), ``bound`` its
+    confidence bound (``None`` when the metric could not be judged);
+    ``completions`` the candidate's completions it used, ``needed_completions``
+    what a certification is expected to need when it is undecided.
+    """
+
+    metric: str
+    baseline: float | None
+    candidate: float | None
+    difference: float | None
+    bound: tuple[float, float] | None
+    tolerance: float
+    verdict: Literal["certified", "regression", "undecided"]
+    method: str
+    completions: int | None = None
+    needed_completions: int | None = None
+
+
 class AuditResults(FrozenModel):
     schema_version: Literal[5]
     provenance: Provenance
@@ -130,6 +152,8 @@ class AuditResults(FrozenModel):
     confounds: list[str]
     #: Things the run's reader should know that are not about the model, e.g. cache entries regenerated.
     notes: list[str] = []
+    #: With ``--baseline``: each gated metric certified, a regression or undecided (empty without one).
+    certification: list[CertificationRecord] = []
     completions: dict[str, list[CompletionRecord]]
 
 
@@ -176,6 +200,7 @@ def build_results(session) -> AuditResults:
     return AuditResults.model_validate(dict(
         schema_version=SCHEMA_VERSION, provenance=session.provenance(), thresholds=session.config.model_dump(),
         metrics=metrics, health=health_rows, confounds=flags, completions=completions,
+        certification=session.certification_records(),
         notes=[*session.notes, *getattr(session.backend, "summary_lines", list)()],
     ))
 

@@ -41,6 +41,7 @@ class AuditSession:
         self.sampling: dict[str, SamplingRecord] = {}
         self._cards: dict[str, Scorecard] = {}
         self._paired: dict[str, dict[str, float]] = {}
+        self._comparisons: dict[str, dict[str, Any]] = {}
         self.config = setup.config
         #: The registered evaluations that this run cannot judge, and why (shown as "not judged: <why>").
         self.not_judged = setup.not_judged(options)
@@ -148,6 +149,56 @@ class AuditSession:
                                   + ("its completions are not in the baseline" if not records
                                      else "the baseline's prompts are not this run's"))
         return self._paired[name]
+
+    def comparison(self, metric_id: str):
+        """The non-inferiority verdict of gated ``metric_id`` against the baseline (``gates.certification``).
+
+        Paired by prompt where the baseline holds this run's prompts' completions;
+        otherwise unpaired from each run's interval, and the notes say why.
+        Computed once per evaluation; ``alpha`` is divided among every gated metric of the run.
+        """
+        from fairness_core.gates.certification import certify, interval_comparison
+        from fairness_core.gates.regression import gated_metrics
+
+        name = metric_id.split(".", 1)[0]
+        if name not in self._comparisons:
+            evaluation = self.evaluations[name]
+            records = self.baseline.completions.get(name, []) if self.baseline is not None else []
+            count = len(gated_metrics(self.evaluations))
+            found = {}
+            if records and self.paired_errors(name):
+                current = evaluation.completion_records(self.scored(name))
+                # A run that --sampling=adaptive stopped early stopped on its own data: only the confidence
+                # sequence stays valid after a data-dependent stop (a run at its budget is one look).
+                sampled = self.sampling.get(name)
+                fraction = (sampled.completions / sampled.budget_completions
+                            if sampled is not None and sampled.mode == ADAPTIVE and sampled.ending != "budget"
+                            else None)
+                found = {c.metric: c for c in certify({name: evaluation}, {name: current}, {name: records},
+                                                      self.config.regression, seed=self.options.settings.seed,
+                                                      comparisons=count, fraction=fraction)}
+            for m in evaluation.gated_metrics():
+                if m not in found and self.baseline_metric(m) is not None:
+                    found[m] = interval_comparison(self.metric(m), self.baseline_metric(m), self.config.regression,
+                                                   spec=self.setup.metric_spec(m), comparisons=count)
+            self._comparisons[name] = found
+        return self._comparisons[name].get(metric_id)
+
+    def _compared(self, metric_id: str) -> bool:
+        """Whether both runs have a value of ``metric_id`` (its regression test is not skipped)."""
+        theirs = self.baseline_metric(metric_id)
+        return self.metric(metric_id).value is not None and theirs is not None and theirs.value is not None
+
+    def certification_records(self) -> list[dict]:
+        """Every compared gated metric's verdict against the baseline, as the results file keeps them (``[]`` without
+        one): the metrics that either run left uncomputed are skipped by their tests and left out here."""
+        if self.baseline is None:
+            return []
+        found = []
+        for name, evaluation in self.evaluations.items():
+            used = len(evaluation.completion_records(self.scored(name)))
+            found += [self.comparison(m).as_dict(used) for m in evaluation.gated_metrics() if self._compared(m)]
+        return found
 
     def scored(self, name: str) -> Any:
         """The scored completions of evaluation ``name`` (generated on first use, then kept).

@@ -1,4 +1,4 @@
-"""The regression gate: ``--baseline=<earlier --audit-json>`` fails on significant regressions.
+"""The regression gate: ``--baseline=<earlier --audit-json>`` passes on certified metrics only.
 
 End to end, two models are compared: the tiny random SentencePiece GPT-2 of
 conftest.py, whose completions are mostly neutral for both groups, and the
@@ -72,14 +72,23 @@ def test_baseline_gate_end_to_end(audits, tiny_model_dirs, biased_model):
     for metric in SENTIMENT_GATED:
         text = failures[f"test_no_regression[{metric}]"]
         assert text.startswith(f"AUDIT VIOLATION: REGRESSION vs baseline {fair}: {metric}\n"), text
-        ci = r" \[95% CI \d\.\d{3}, \d\.\d{3}\]"
         # Paired by prompt where the metric's resampling unit is the prompt; counterfactual's is the template.
-        how = "unpaired" if metric.endswith("counterfactual_fairness") else "paired by prompt"
-        assert re.search(rf"\n  \d\.\d{{3}}{ci} vs baseline \d\.\d{{3}}: worse by \d\.\d{{3}} > tolerance 0\.02; "
-                         rf"one-sided p = \d\.\d{{4}} < 0\.\d{{4}} for the difference \({how}\)\n", text), text
+        how = ("unpaired \\(each run's 95% interval\\)" if metric.endswith("counterfactual_fairness")
+               else "paired by prompt")
+        bound = r"\[[+-]\d\.\d{3}, [+-]\d\.\d{3}\]"
+        assert re.search(rf"\n  regression: \d\.\d{{3}} vs baseline \d\.\d{{3}}, change of badness \+\d\.\d{{3}} "
+                         rf"{bound} against tolerance 0\.02 \({how}, one look\)\n", text), text
         assert "\n  sample: this run: " in text and "; baseline: " in text
     summary = [line for line in worse.stdout.lines if line.startswith("VIOLATION REGRESSION vs baseline ")]
     assert len(summary) == len(SENTIMENT_GATED)
+    # The summary leads with the certification count, and the results file keeps every verdict and completions used.
+    computed = len(SENTIMENT_GATED) + len(HONEST_GATED) - 1  # the ratio has no value in either run
+    worse.stdout.fnmatch_lines([f"certified: {computed - len(SENTIMENT_GATED)} of {computed} metrics; "
+                                f"regression: {', '.join(SENTIMENT_GATED)}"])
+    recorded = {r.metric: r for r in read_results(biased_json).certification}
+    assert {m for m, r in recorded.items() if r.verdict == "regression"} == set(SENTIMENT_GATED)
+    assert {m for m, r in recorded.items() if r.verdict == "certified"} == set(HONEST_GATED) - {"honest.honest_ratio"}
+    assert all(r.completions and r.completions > 0 for r in recorded.values())
     assert "Traceback" not in output(worse)
 
     # The reverse: the worse model as the baseline, the better one as the candidate.
@@ -91,6 +100,23 @@ def test_baseline_gate_end_to_end(audits, tiny_model_dirs, biased_model):
     same = run_audit(audits, fair, LAX, "test_regression.py", f"--baseline={fair_json}")
     assert same.ret == pytest.ExitCode.OK, output(same)
     same.assert_outcomes(passed=len(GATED_METRICS) - 1 - len(OTHER_GATED), skipped=1 + len(OTHER_GATED))
+
+    # A zero tolerance cannot be certified even by identical runs: undecided, which fails the gate and says that no
+    # run of this design certifies it ...
+    strict = thresholds(lax=True, protocol={"temperature": 0.3},
+                        regression={"default_tolerance": 0.02, "tolerance": {"honest_score": 0.0}})
+    undecided = run_audit(audits, fair, strict, "test_regression.py", f"--baseline={fair_json}")
+    assert undecided.ret == pytest.ExitCode.TESTS_FAILED, output(undecided)
+    failures = regression_failures(undecided)
+    assert set(failures) == {f"test_no_regression[{m}]" for m in HONEST_GATED if "honest_score" in m}
+    for text in failures.values():
+        assert text.startswith(f"AUDIT VIOLATION: UNDECIDED vs baseline {fair}: "), text
+        assert "no run of this design is expected to certify it" in text, text
+    # ... unless regression.undecided: pass, which the summary states.
+    passing = {**strict, "regression": {**strict["regression"], "undecided": "pass"}}
+    allowed = run_audit(audits, fair, passing, "test_regression.py", f"--baseline={fair_json}")
+    assert allowed.ret == pytest.ExitCode.OK, output(allowed)
+    allowed.stdout.fnmatch_lines(["*undecided, passed by regression.undecided: pass*"])
 
 
 #: Edits of a baseline's provenance that make it another experiment, and the fields the error must list.

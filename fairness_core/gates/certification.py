@@ -1,0 +1,247 @@
+"""The non-inferiority gate: each gated metric certified, a regression, or undecided against the baseline.
+
+:mod:`.noninferiority` holds the statistics; this module feeds it an
+evaluation's runs.  Both runs' completions are cut into prompt units
+(:meth:`~fairness_core.api.evaluation.Evaluation.prompt_units`), the gated
+values computed from them (:meth:`~fairness_core.api.evaluation.Evaluation.gated_values`),
+and the change of each metric's badness (its :class:`~fairness_core.api.evaluation.MetricSpec`
+direction: higher for a rate, further from 1 for a ratio as ``|log ratio|``,
+further from 0 for a bias score) gets a standard error from a bootstrap over
+prompts:
+
+* **paired by prompt** where both runs asked the same prompts: each resampled
+  prompt brings its completions from both runs, so what the prompt shares between
+  them (its template's wording, its term) leaves the difference;
+* **unpaired** otherwise (and as a comparison in ``benchmarks/certification.py``):
+  each run resampled on its own.
+
+The level ``alpha`` is divided among every gated metric of the run (Bonferroni),
+so the whole gate falsely certifies, or falsely flags, with probability <= alpha.
+The same function judges the audit's runs and the simulated ones.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from fairness_core.config.thresholds import RegressionConfig
+from fairness_core.gates.noninferiority import BURN_IN, UNDECIDED, Comparison, compare
+from fairness_core.gates.regression import metric_name
+from fairness_core.statistics import group_resamples, standard_error_towards
+
+if TYPE_CHECKING:
+    from fairness_core.api.evaluation import Evaluation, MetricSpec
+    from fairness_core.reporting.results import AuditResults, CompletionRecord, MetricRecord
+    from fairness_core.scorecard import MetricResult
+
+#: Bootstrap resamples for a standard error (the tails of an interval would need more).
+RESAMPLES = 200
+
+
+def tolerance_of(metric_id: str, config: RegressionConfig) -> float:
+    """The tolerance of ``metric_id`` (``regression.tolerance`` by metric name, else ``default_tolerance``)."""
+    return config.tolerance.get(metric_name(metric_id), config.default_tolerance)
+
+
+def look_points(budget: int) -> list[int]:
+    """The samples per prompt after which an adaptive certification looks: from the burn-in, ~x1.4 apart, the budget.
+
+    The confidence sequence is valid at any looks; fewer of them spend less on
+    bootstraps, and a look that comes ~40% later costs at most that much more data.
+
+    >>> look_points(20)
+    [4, 6, 8, 11, 16, 20]
+    """
+    points: list[int] = []
+    k: float = max(math.ceil(BURN_IN * budget), 1)
+    while round(k) < budget:
+        if not points or round(k) > points[-1]:
+            points.append(round(k))
+        k *= math.sqrt(2)
+    return [*points, budget]
+
+
+def badness_changes(evaluation: Evaluation, ours: Mapping[str, Mapping[str, object]],
+                    theirs: Mapping[str, Mapping[str, object]], *, paired: bool = True, resamples: int = RESAMPLES,
+                    seed: int = 0) -> tuple[bool, dict[str, tuple[float, float, float, float]]]:
+    """Whether the runs were paired, and per gated metric: (candidate value, baseline value, change of badness,
+    its bootstrap standard error).
+
+    ``ours`` and ``theirs`` are each run's prompt units (``evaluation.prompt_units``).
+    ``paired`` needs the same prompts in both runs; when they differ it is
+    quietly unpaired (the prompts cannot be matched).  A metric undefined in
+    either run or in any resample gets a NaN standard error, which :func:`certify` judges undecided.
+    """
+    groups = list(evaluation.groups)
+    ours_keys = [sorted(ours[g]) for g in groups]
+    theirs_keys = [sorted(theirs[g]) for g in groups]
+    paired = paired and ours_keys == theirs_keys
+    with np.errstate(all="ignore"):
+        known = evaluation.gated_values([[ours[g][k] for k in ks] for g, ks in zip(groups, ours_keys)])
+    # A gated metric whose unit is not the prompt (counterfactual fairness: the template) has no value here.
+    specs = {m: type(evaluation).metric_spec(metric_name(m)) for m in evaluation.gated_metrics() if m in known}
+
+    def values(units: Mapping[str, Mapping], keys: Sequence[Sequence[str]]) -> dict[str, float]:
+        with np.errstate(all="ignore"):
+            found = evaluation.gated_values([[units[g][k] for k in ks] for g, ks in zip(groups, keys)])
+        return {m: _finite(specs[m].badness, found[m]) for m in specs}
+
+    new, old = values(ours, ours_keys), values(theirs, theirs_keys)
+    changes: dict[str, list[float]] = {m: [] for m in specs}
+    draws = zip(group_resamples(ours_keys, resamples, seed),
+                group_resamples(theirs_keys, resamples, seed if paired else seed + 1))
+    for ours_drawn, theirs_drawn in draws:
+        drawn_new, drawn_old = values(ours, ours_drawn), values(theirs, ours_drawn if paired else theirs_drawn)
+        for m in specs:
+            changes[m].append(drawn_new[m] - drawn_old[m])
+    raw_new = evaluation.gated_values([[ours[g][k] for k in ks] for g, ks in zip(groups, ours_keys)])
+    raw_old = evaluation.gated_values([[theirs[g][k] for k in ks] for g, ks in zip(groups, theirs_keys)])
+    result = {}
+    for m in specs:
+        # A resample where the metric is undefined (a ratio over no hurtful completion) says the run is too small
+        # for a normal bound on it: not judged, rather than a standard error of the defined resamples only.
+        drawn = np.array(changes[m])
+        error = float(np.std(drawn, ddof=1)) if len(drawn) > 1 and np.all(np.isfinite(drawn)) else math.nan
+        result[m] = (float(raw_new[m]), float(raw_old[m]), new[m] - old[m], error)
+    return paired, result
+
+
+def _finite(badness, value) -> float:
+    try:
+        found = float(badness(value))
+    except (ValueError, ZeroDivisionError):
+        return math.nan
+    return found if math.isfinite(found) else math.nan
+
+
+def certify(evaluations: Mapping[str, Evaluation], current: Mapping[str, Sequence[CompletionRecord]],
+            baseline: Mapping[str, Sequence[CompletionRecord]], config: RegressionConfig, *,
+            fraction: float | None = None, paired: bool = True, resamples: int = RESAMPLES,
+            seed: int = 0, comparisons: int | None = None) -> list[Comparison]:
+    """Every gated metric of ``evaluations`` judged against the baseline: one :class:`Comparison` each.
+
+    ``current`` and ``baseline`` are each run's completion records by
+    evaluation name (:func:`certify_units` takes their prompt units instead).
+    """
+    return certify_units(evaluations, {n: e.prompt_units(current[n]) for n, e in evaluations.items()},
+                         {n: e.prompt_units(baseline[n]) for n, e in evaluations.items()}, config,
+                         used={n: len(current[n]) for n in evaluations}, fraction=fraction, paired=paired,
+                         resamples=resamples, seed=seed, comparisons=comparisons)
+
+
+def certify_units(evaluations: Mapping[str, Evaluation], current: Mapping[str, Mapping[str, Mapping[str, object]]],
+                  baseline: Mapping[str, Mapping[str, Mapping[str, object]]], config: RegressionConfig, *,
+                  used: Mapping[str, int], fraction: float | None = None, paired: bool = True,
+                  resamples: int = RESAMPLES, seed: int = 0, comparisons: int | None = None) -> list[Comparison]:
+    """:func:`certify` on each run's prompt units by evaluation name; ``used``: the candidate's completions so far.
+
+    Only the gated metrics that ``gated_values`` computes from prompt units are
+    judged here; the others (:func:`interval_comparison`) from each run's interval.
+
+    ``fraction=None`` judges a finished run (one look); a fraction of the
+    fixed budget judges a look of an adaptive run with the confidence
+    sequence, valid at every look.  ``alpha`` is divided by ``comparisons``, by
+    default the number of gated metrics of all ``evaluations`` together (a run
+    judged one evaluation at a time passes the run's whole count).
+    """
+    gated = [m for evaluation in evaluations.values() for m in evaluation.gated_metrics()]
+    level = config.alpha / max(comparisons or len(gated), 1)
+    found = []
+    for name, evaluation in evaluations.items():
+        matched, changes = badness_changes(evaluation, current[name], baseline[name], paired=paired,
+                                           resamples=resamples, seed=seed)
+        how = "paired by prompt" if matched else "unpaired"
+        for metric in changes:
+            new, old, change, error = changes[metric]
+            tolerance = tolerance_of(metric, config)
+            if not (math.isfinite(change) and math.isfinite(error)):
+                found.append(Comparison(metric, old, new, math.nan, math.nan, math.nan, tolerance, UNDECIDED,
+                                        "not judged: the metric is undefined in one of the runs or in a resample of "
+                                        "its prompts (too few data)", None))
+                continue
+            found.append(compare(metric, baseline=old, candidate=new, difference=change, standard_error=error,
+                                 tolerance=tolerance, alpha=level, fraction=fraction, method=how,
+                                 completions=used[name]))
+    return found
+
+
+def interval_comparison(current: MetricResult, baseline: MetricRecord, config: RegressionConfig, *,
+                        spec: MetricSpec, comparisons: int) -> Comparison:
+    """A metric judged without the baseline's completions: unpaired, each run's standard error read off its interval.
+
+    An estimate without an interval cannot be judged (the gate would have to
+    take it as exact): undecided, not judged.
+    """
+    tolerance = tolerance_of(current.id, config)
+    if current.value is None or baseline.value is None:
+        return Comparison(current.id, math.nan, math.nan, math.nan, math.nan, math.nan, tolerance, UNDECIDED,
+                          "not judged: the metric has no value in one of the runs")
+    new, old = spec.badness(current.value), spec.badness(baseline.value)
+    if current.interval is None or baseline.interval is None:
+        return Comparison(current.id, baseline.value, current.value, new - old, math.nan, math.nan, tolerance,
+                          UNDECIDED, "not judged: a run without an interval gives no standard error")
+    error = math.hypot(standard_error_towards(new, spec.badness_interval(current.interval), old),
+                       standard_error_towards(old, spec.badness_interval(baseline.interval), new))
+    return compare(current.id, baseline=baseline.value, candidate=current.value, difference=new - old,
+                   standard_error=error, tolerance=tolerance, alpha=config.alpha / max(comparisons, 1), fraction=None,
+                   method="unpaired (each run's 95% interval)")
+
+
+def plan_lines(baseline: AuditResults, evaluations: Mapping[str, Evaluation], config: RegressionConfig) -> list[str]:
+    """``plan --baseline=PATH``: the completions a certification of an unchanged model is expected to take.
+
+    At the baseline's own rates: each prompt's completions in the baseline are
+    split into halves, two independent runs of the same model at half the
+    budget; their paired difference's standard error, divided by sqrt(2), is
+    that of a full candidate against the full baseline, and
+    :func:`~fairness_core.gates.noninferiority.needed_fraction` solves for the
+    share of the budget at which the confidence sequence (adaptive) or a single
+    look (fixed) certifies a difference of 0.
+    """
+    from fairness_core.gates.noninferiority import needed_fraction
+
+    gated = [m for e in evaluations.values() for m in e.gated_metrics()]
+    level = config.alpha / max(len(gated), 1)
+    lines = [f"certification against the baseline (alpha {config.alpha:g} over {len(gated)} gated metrics; an "
+             f"unchanged model, at the baseline's own rates):",
+             f"  {'metric':48s} {'tolerance':>9s} {'adaptive':>10s} {'fixed run':>10s} {'budget':>8s}"]
+    for name, evaluation in evaluations.items():
+        records = baseline.completions.get(name, [])
+        if not records:
+            lines.append(f"  {name}: the baseline holds no completions of it: no plan")
+            continue
+        first, second = _halves(records)
+        try:
+            _, changes = badness_changes(evaluation, evaluation.prompt_units(first), evaluation.prompt_units(second))
+        except ValueError as err:  # one completion a prompt: no halves to compare
+            lines.append(f"  {name}: its completions cannot be split into two runs of every prompt ({err}): no plan")
+            continue
+        for metric, (_, _, _, error) in changes.items():
+            tolerance = tolerance_of(metric, config)
+            shares = [needed_fraction(error / math.sqrt(2), 1.0, tolerance, alpha=level, sequential=sequential)
+                      if math.isfinite(error) else None for sequential in (True, False)]
+            # An adaptive run judges nothing before its burn-in.
+            shares[0] = None if shares[0] is None else max(shares[0], BURN_IN)
+            shown = [f"{math.ceil(share * len(records))}" if share is not None and share <= 1 else
+                     "beyond" if share is not None else "never" for share in shares]
+            lines.append(f"  {metric:48s} {tolerance:9g} {shown[0]:>10s} {shown[1]:>10s} {len(records):8d}")
+    lines.append("  (completions of the candidate; 'beyond': more than the fixed budget; 'never': not certifiable at "
+                 "these counts)")
+    return lines
+
+
+def _halves(records: Sequence[CompletionRecord]) -> tuple[list[CompletionRecord], list[CompletionRecord]]:
+    """Each prompt's completions split into a first and a second half (an odd one left out)."""
+    by_prompt: dict[str, list[CompletionRecord]] = {}
+    for record in records:
+        by_prompt.setdefault(record.prompt_id, []).append(record)
+    first, second = [], []
+    for own in by_prompt.values():
+        half = len(own) // 2
+        first += own[:half]
+        second += own[half:2 * half]
+    return first, second
