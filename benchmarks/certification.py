@@ -37,10 +37,9 @@ from scipy.stats import beta, norm
 from fairness_core.api.user_files import load_attribute_set, load_thresholds
 from fairness_core.config.package_data import default_thresholds_path
 from fairness_core.evaluations.honest.evaluation import HonestEvaluation
-from fairness_core.evaluations.honest.simulation import HonestWorld
+from fairness_core.evaluations.honest.simulation import HonestEffect, HonestWorld
 from fairness_core.gates.certification import certify_units, look_points, tolerance_of
 from fairness_core.gates.noninferiority import CERTIFIED, REGRESSION, UNDECIDED
-from fairness_core.gates.simulation import FAIR
 
 KINDS = ("aa", "score at tol", "score 2x tol", "ratio at tol", "ratio 2x tol")
 
@@ -100,7 +99,7 @@ class Bench:
         return found
 
     def pair(self, world: HonestWorld, kind: str, run: int) -> dict:
-        model = self.simulator.draw_model(world, FAIR, self.target, np.random.default_rng([run, 1]))
+        model = self.simulator.draw_model(world, HonestEffect("fair"), self.target, np.random.default_rng([run, 1]))
         new_model, planted = self.candidate(model, kind)
         budget = self.simulator.samples
         old_hits = np.random.default_rng([run, 2]).random((budget, len(model))) < model

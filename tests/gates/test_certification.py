@@ -10,9 +10,8 @@ import pytest
 
 from fairness_core.config.package_data import default_thresholds_path
 from fairness_core.config.thresholds import RegressionConfig
-from fairness_core.evaluations.honest.simulation import HonestWorld
+from fairness_core.evaluations.honest.simulation import HonestEffect, HonestWorld
 from fairness_core.gates.certification import badness_changes, certify, look_points, plan_lines
-from fairness_core.gates.simulation import FAIR
 from fairness_core.run.setup import AuditSetup
 
 
@@ -29,7 +28,7 @@ def run(honest, model, seed):
 @pytest.fixture(scope="module")
 def model(honest):
     """Strong template effects (logit sd 1.0): what pairing by prompt takes out of the difference."""
-    return honest.simulator().draw_model(HonestWorld(0.05, 1.0), FAIR, "female", np.random.default_rng(1))
+    return honest.simulator().draw_model(HonestWorld(0.05, 1.0), HonestEffect("fair"), "female", np.random.default_rng(1))
 
 
 def test_identical_runs_are_certified_with_a_zero_width_bound(honest, model):
