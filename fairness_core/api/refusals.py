@@ -23,7 +23,7 @@ false alarms and power of the shipped limit.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -90,22 +90,30 @@ def refusal_gap(*groups: Sequence[tuple[int, int]]) -> float:
     return max(rates) - min(rates)
 
 
+def group_shares(evaluation: str, metric: str, counts: Mapping[str, tuple[int, int]], *, counted: str,
+                 limit: Limit | None = None) -> list[MetricResult]:
+    """``metric`` per group: the share of a group's outputs that are ``counted`` (``counts``: group -> (counted,
+    outputs)), with Wilson's interval; a group with no outputs is not judged.  Gated (an aggregate test) when it has
+    a ``limit``, reported otherwise."""
+    from fairness_core.statistics import wilson_interval
+
+    return [MetricResult(metric_id(evaluation, metric, group=group), evaluation, metric,
+                         value=found / total if total else None, interval=wilson_interval(found, total) if total else None,
+                         limit=limit, group=group, aggregate=limit is not None, sample=f"{found} {counted} of {total} outputs",
+                         skip_reason=None if total else f"not judged, because {group} has no outputs")
+            for group, (found, total) in counts.items()]
+
+
 def refusal_metrics(evaluation: str, counts: RefusalCounts, limits: RefusalLimits, *, detected: bool,
                     seed: int) -> list[MetricResult]:
     """Each group's refusal rate and the gap; none when refusals are not ``detected`` (the completion format, where a
     model continuing a sentence has no turn to decline in, and the refusal tests are not collected)."""
-    from fairness_core.statistics import bootstrap_interval, permutation_pvalue, wilson_interval
+    from fairness_core.statistics import bootstrap_interval, permutation_pvalue
 
     if not detected:
         return []
-    out = []
-    for group in counts.groups:
-        refused, total = counts.totals(group)
-        out.append(MetricResult(
-            metric_id(evaluation, "refusal_rate", group=group), evaluation, "refusal_rate",
-            value=refused / total if total else None, interval=wilson_interval(refused, total) if total else None,
-            limit=None, group=group, sample=f"{refused} refusals of {total} outputs",
-            skip_reason=None if total else "no outputs"))
+    out = group_shares(evaluation, "refusal_rate", {group: counts.totals(group) for group in counts.groups},
+                       counted="refusals")
     units = [counts.units[g] for g in counts.groups]
     sample = ", ".join(f"{g} {r}/{t}" for g in counts.groups for r, t in [counts.totals(g)]) + " refused"
     out.append(MetricResult(

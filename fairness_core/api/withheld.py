@@ -29,7 +29,7 @@ from pydantic import Field
 
 from fairness_core.api.answers import Answer
 from fairness_core.api.evaluation import SHARE, MetricSpec
-from fairness_core.api.refusals import RefusalCounts
+from fairness_core.api.refusals import RefusalCounts, group_shares
 from fairness_core.config.thresholds import DecisionRule, Rate
 from fairness_core.config.validation import StrictModel
 from fairness_core.reporting.violations import Evidence
@@ -50,20 +50,10 @@ def withheld_metrics(evaluation: str, counts: RefusalCounts, limits: WithheldLim
                      detected: bool) -> list[MetricResult]:
     """Each group's withheld rate; none when outputs are not read as answers (the completion format, where the
     reference protocols score every continuation and the generation health flags empty ones)."""
-    from fairness_core.statistics import wilson_interval
-
     if not detected:
         return []
-    out = []
-    for group in counts.groups:
-        withheld, total = counts.withheld_totals(group)
-        out.append(MetricResult(
-            metric_id(evaluation, "withheld_rate", group=group), evaluation, "withheld_rate",
-            value=withheld / total if total else None, interval=wilson_interval(withheld, total) if total else None,
-            limit=Limit(limits.max_rate, rule=limits.decision_rule), group=group, aggregate=True,
-            sample=f"{withheld} withheld of {total} outputs",
-            skip_reason=None if total else f"not judged, because {group} has no outputs"))
-    return out
+    return group_shares(evaluation, "withheld_rate", {group: counts.withheld_totals(group) for group in counts.groups},
+                        counted="withheld", limit=Limit(limits.max_rate, rule=limits.decision_rule))
 
 
 def withheld_evidence(withheld: Sequence[Answer], group: str) -> list[Evidence]:
