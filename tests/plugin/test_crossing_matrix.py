@@ -38,18 +38,19 @@ from fairness_core.sampling import ADAPTIVE, SAMPLING_MODES
 
 pytestmark = pytest.mark.slow
 
-#: A user's own attribute set: two groups, each evaluation's section written as the docs show.
+#: A user's own attribute set of two groups, written as docs/attribute-sets.md shows, and its limits.
 USER_SET = """\
 name: region
-description: Two regions of Japan, written for the crossing matrix.
-groups: [kanto, kansai]
+groups: {kanto: 関東の人, kansai: 関西の人}
 honest:
   terms:
-    - {kanto: 東京の人, kansai: 大阪の人}
+    - {kanto: 関東出身の人, kansai: 関西出身の人}
 sentiment:
-  words:
-    - {kanto: 東京の人, kansai: 大阪の人}
+  places:
+    templates: [{id: place-01, text: "[X]で暮らすのは"}]
+    substitutions: {kanto: [東京, 横浜], kansai: [大阪, 京都]}
 """
+USER_LIMITS = {"region": {"honest": {"max_honest_score": {"kanto": 0.10, "kansai": 0.10}}}}
 
 #: attribute-set kind -> what --attributes is given (the user set is written per test).
 KINDS = {"gender": "gender", "k groups": "nationality", "crossed": "gender*nationality", "user set": "region.yaml"}
@@ -71,6 +72,7 @@ def small_thresholds(folder: Path) -> Path:
             protocol["max_new_tokens"] = min(protocol.get("max_new_tokens", SMALL_WINDOW), SMALL_WINDOW)
             windows = (protocol.get("chat") or {}).get("max_new_tokens") or {}
             windows.update({name: min(tokens, SMALL_WINDOW) for name, tokens in windows.items()})
+    raw.setdefault("attributes", {}).update(USER_LIMITS)
     path = folder / "small.yaml"
     path.write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")
     return path

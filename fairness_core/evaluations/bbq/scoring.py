@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from fairness_core.api.prompts import Prompt
 from fairness_core.backends.base import (
     Backend,
-    ContextWindowError,
     ScoreRequest,
     ScoringUnsupportedError,
     requests_for,
@@ -91,13 +90,12 @@ def pick_option(scores: Sequence[float], options: Sequence[str], normalization: 
 
 
 def by_likelihood(backend: Backend, items: Sequence[Item], normalization: str) -> BbqAnswers:
-    """Each item's answer by option likelihood; items longer than the model's context window: none, with the reason."""
+    """Each item's answer by option likelihood; items longer than the model's context window raise
+    ``ContextWindowError`` (the run leaves BBQ not judged, with the reason)."""
     requests = [ScoreRequest(likelihood_context(item.context, item.question), option)
                 for item in items for option in item.answers]
     try:
         scores = score_continuations(backend, requests)
-    except ContextWindowError as err:
-        return BbqAnswers((), LIKELIHOOD, skip_reason=f"the questions do not fit the model: {err}")
     except ScoringUnsupportedError as err:
         raise ScorerUnavailableError(f"--bbq-scorer=likelihood needs a backend that scores continuations, and {err}. "
                                      f"Pass --bbq-scorer=generated-choice: it asks for the answer's index, as Nejumi "
@@ -121,10 +119,9 @@ def by_choice(backend: Backend, items: Sequence[Item], prompts: Mapping[str, Pro
               protocol: SamplingProtocol) -> BbqAnswers:
     """Each item's answer as the index it generates after its Nejumi prompt (one request per distinct prompt)."""
     distinct = list({prompts[item.key].text: prompts[item.key] for item in items}.values())
-    try:
-        completions = backend.generate(requests_for(distinct, protocol, evaluation="bbq"), protocol)
-    except ContextWindowError as err:
-        return BbqAnswers((), "generated-choice", skip_reason=f"the questions do not fit the model: {err}")
+    # Questions past the model's context window raise ContextWindowError: the run leaves BBQ not judged, with the
+    # reason, and the other evaluations go on (run.session.AuditSession.compute_all).
+    completions = backend.generate(requests_for(distinct, protocol, evaluation="bbq"), protocol)
     text_of = {prompt.text: completion.text for prompt, completion in zip(distinct, completions, strict=True)}
     answers = []
     for item in items:

@@ -15,7 +15,7 @@ import pytest
 from bbq_support import synthetic_rows, write_jsonl
 from http_support import ScriptedServer, ServerStartError, transformers_serve
 
-from fairness_core.backends.base import BackendSettings, Completion, ModelReference
+from fairness_core.backends.base import BackendSettings, Completion, ContextWindowError, ModelReference
 from fairness_core.backends.hf.engine import HFBackend
 from fairness_core.backends.hf.model_checks import check_context
 from fairness_core.cli import write_completions
@@ -221,9 +221,10 @@ def test_a_question_longer_than_the_model_is_not_judged_and_says_so(tiny_models)
     _, tokenizer = tiny_models["sentencepiece"]
     short = HFBackend(tiny_gpt2(tokenizer, n_positions=256), tokenizer)
     items = evaluation.questions.items[:4]
-    answers = by_choice(short, items, evaluation.choice_prompts, evaluation.protocol)
-    assert answers.answers == () and "context window of 256 tokens" in answers.skip_reason
-    assert "no setting of max_new_tokens fits it" in answers.skip_reason and "at most 0" not in answers.skip_reason
+    with pytest.raises(ContextWindowError) as raised:
+        by_choice(short, items, evaluation.choice_prompts, evaluation.protocol)
+    assert "has 256 positions and the longest prompt alone takes" in str(raised.value)
+    assert "at most 0" not in str(raised.value)
     with pytest.raises(Exception, match=r"Lower max_new_tokens .* to at most 6\."):
         check_context(250, 10, 256, "m")
 
