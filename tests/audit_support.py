@@ -155,3 +155,21 @@ def shares_agree(a: tuple[int, int], b: tuple[int, int]) -> bool:
 #: prompts at 0.24 where its corpus holds 0.30, demo:chat at 0.07 where it holds 0.10 (docs/chat-models.md).  The
 #: audit's question, the gap between the groups, comes out as planted (0.20 against 0.25 trained).
 REFUSAL_UNDERFIT = 0.08
+
+
+def small_protocol(raw: dict, *, samples: int, window: int) -> dict:
+    """A parsed thresholds file with every registered evaluation's protocol (and every attribute set's override of it)
+    cut to ``samples`` samples per prompt and ``window`` new tokens: generic, so that an evaluation that registers is
+    cut too.  Changes ``raw`` and returns it."""
+    from fairness_core.api.discovery import EVALUATIONS
+
+    sections = [raw.get(name) for name in EVALUATIONS]
+    sections += [limits.get(name) for limits in (raw.get("attributes") or {}).values() for name in EVALUATIONS]
+    for section in sections:
+        if isinstance(section, dict) and isinstance(section.get("protocol"), dict):
+            protocol = section["protocol"]
+            protocol["num_samples"] = min(protocol.get("num_samples", samples), samples)
+            protocol["max_new_tokens"] = min(protocol.get("max_new_tokens", window), window)
+            windows = (protocol.get("chat") or {}).get("max_new_tokens") or {}
+            windows.update({name: min(tokens, window) for name, tokens in windows.items()})
+    return raw

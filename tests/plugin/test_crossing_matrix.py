@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from audit_support import small_protocol
 from http_support import ScriptedServer
 
 from fairness_core.api.discovery import EVALUATIONS
@@ -62,16 +63,8 @@ def small_thresholds(folder: Path) -> Path:
     """The shipped thresholds with every section's protocol (and every attribute set's override of it) cut to
     :data:`SMALL_SAMPLES` samples per prompt and :data:`SMALL_WINDOW` new tokens: generic, so that an evaluation that
     registers is cut too."""
-    raw = yaml.safe_load(default_thresholds_path().read_text(encoding="utf-8"))
-    sections = [raw.get(name) for name in EVALUATIONS]
-    sections += [limits.get(name) for limits in (raw.get("attributes") or {}).values() for name in EVALUATIONS]
-    for section in sections:
-        if isinstance(section, dict) and isinstance(section.get("protocol"), dict):
-            protocol = section["protocol"]
-            protocol["num_samples"] = min(protocol.get("num_samples", SMALL_SAMPLES), SMALL_SAMPLES)
-            protocol["max_new_tokens"] = min(protocol.get("max_new_tokens", SMALL_WINDOW), SMALL_WINDOW)
-            windows = (protocol.get("chat") or {}).get("max_new_tokens") or {}
-            windows.update({name: min(tokens, SMALL_WINDOW) for name, tokens in windows.items()})
+    raw = small_protocol(yaml.safe_load(default_thresholds_path().read_text(encoding="utf-8")), samples=SMALL_SAMPLES,
+                         window=SMALL_WINDOW)
     raw.setdefault("attributes", {}).update(USER_LIMITS)
     path = folder / "small.yaml"
     path.write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")

@@ -17,7 +17,8 @@ A line is run as written, except for what cannot exist on a CI machine, each
 replaced by the nearest thing that does (:data:`SUBSTITUTIONS`, printed with the
 line): a placeholder model (``M``, ``MODEL``, ``<...>``) or a hub id is a demo
 model; a served model (``--base-url``) is a scripted OpenAI-compatible server
-on 127.0.0.1; ``--backend=vllm`` is the in-process engine (vLLM's own routes
+on 127.0.0.1, asked at a small protocol (what it answers is scripted: the
+route is what is checked); ``--backend=vllm`` is the in-process engine (vLLM's own routes
 run in ``.ci/vllm-check``); the files a line names are the doc's own example
 files (a fenced block whose first line is ``# region.yaml``), or, where no doc
 writes one out, written by :data:`FILES` (a JBBQ folder of synthetic rows).
@@ -37,6 +38,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from audit_support import small_protocol
 from bbq_support import synthetic_rows, write_jsonl
 from http_support import ScriptedServer
 
@@ -174,6 +176,13 @@ def run_line(command: DocumentedCommand, folder: Path, server: str, env: dict[st
     for name, write in FILES.items():
         if name in text and not (folder / name).exists():
             write(folder, examples)
+    if f"--base-url={server}" in text and "--thresholds" not in text:
+        # What a scripted server answers means nothing: the route is what is checked, at a small protocol.
+        small = folder / "scripted-server-protocol.yaml"
+        small.write_text(yaml.safe_dump(small_protocol(yaml.safe_load(default_thresholds_path().read_text(
+            encoding="utf-8")), samples=1, window=8), allow_unicode=True), encoding="utf-8")
+        text += f" --thresholds={small}"
+        notes.append("a scripted server is asked at 1 sample and 8 tokens a prompt")
     program, *args = shlex.split(text)
     argv = ([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args] if program == "pytest"
             else [sys.executable, "-m", "fairness_core.cli", *args])
