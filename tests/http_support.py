@@ -183,6 +183,27 @@ class ServedInThread:
         self.shutdown()  # type: ignore[attr-defined]
         self.server_close()  # type: ignore[attr-defined]
 
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"  # type: ignore[attr-defined]
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """A keep-alive handler that answers JSON and logs nothing: what every test server here shares."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, status: int, body: dict) -> None:
+        data = json.dumps(body, ensure_ascii=False).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
 
 class FolderServer(ServedInThread, ThreadingHTTPServer):
     """A model folder served as vLLM serves it: ``GET /v1/models`` lists it by its folder, and a
@@ -195,29 +216,13 @@ class FolderServer(ServedInThread, ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), FolderHandler)
         self.folder, self.text_only = str(folder), text_only
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
     def complete(self, body: dict) -> dict:
         """The response body to a completion request that the server takes."""
         raise NotImplementedError
 
 
-class FolderHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class FolderHandler(JsonHandler):
     server: FolderServer
-
-    def log_message(self, *args):
-        pass
-
-    def _send(self, status: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def do_GET(self):
         self._send(200, {"object": "list", "data": [{"id": self.server.folder, "root": self.server.folder}]})
@@ -257,10 +262,6 @@ class ScriptedServer(ServedInThread, ThreadingHTTPServer):
         #: What a scoring request (echo with logprobs) is answered with when not 200: 500, as transformers serve does.
         self.echo_status = 200
         self.lock = threading.Lock()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
     def handle_error(self, request, client_address) -> None:
         """A client that hangs up first (the audit stops at a 401 without reading on) is no server error:

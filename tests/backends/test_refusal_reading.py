@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 from audit_support import gender_honest_prompts, run_audit, setup_audits, thresholds
-from http_support import MODEL, ScriptedServer, ServedInThread
+from http_support import MODEL, JsonHandler, ScriptedServer, ServedInThread
 
 from fairness_core.backends.base import BackendSettings, Completion, ModelReference, Request, request_seed
 from fairness_core.backends.cache import cache_key
@@ -91,25 +91,9 @@ class ChatServer(ServedInThread, ThreadingHTTPServer):
         self.policy = policy
         self.max_tokens_seen: set[int] = set()
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
-
-class _ChatHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _ChatHandler(JsonHandler):
     server: ChatServer
-
-    def log_message(self, *args):
-        pass
-
-    def _send(self, status: int, body: dict) -> None:
-        data = json.dumps(body, ensure_ascii=False).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def do_GET(self):
         self._send(200, {"object": "list", "data": [{"id": SERVED, "object": "model"}]})
