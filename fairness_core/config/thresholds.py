@@ -108,16 +108,20 @@ GroupRates = dict[str, Rate]
 
 
 def attribute_set_problems(config: AuditConfig, known: Sequence[str], *, where: str) -> list[str]:
-    """Keys under ``attributes:`` that name no attribute set ``known`` to this run (a typo loosens nothing silently).
+    """Keys under ``attributes:`` that misspell an attribute set ``known`` to this run (a typo loosens nothing
+    silently).
 
     Without this check ``occupaton:`` would be ignored and occupation audited
-    with the top-level protocol and limits.  ``A*B`` (two known sets crossed) is known.
+    with the top-level protocol and limits.  ``A*B`` (two known sets crossed) is
+    known.  A key that resembles no known set is the limits of a user's own set
+    that this run does not use (``region:`` in a run of ``--attributes=gender``):
+    one thresholds file serves all of a team's runs, so it is not an error.
     """
     problems = []
     for name in config.attributes:
-        first, cross, second = name.partition("*")
-        if name not in known and not (cross and first in known and second in known):
-            problems.append(f"{where}: attributes.{name} names no attribute set.{did_you_mean(name, known)} "
+        misspelled = [part for part in name.split("*") if part not in known and did_you_mean(part, known)]
+        if misspelled:
+            problems.append(f"{where}: attributes.{name} names no attribute set.{did_you_mean(misspelled[0], known)} "
                             f"Known sets: {', '.join(known)}")
     return problems
 

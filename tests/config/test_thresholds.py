@@ -16,6 +16,7 @@ from fairness_core.config.thresholds import (
     Rate,
     SamplingProtocol,
     ThresholdsError,
+    attribute_set_problems,
     validate_thresholds,
     with_missing_sections,
 )
@@ -247,6 +248,23 @@ def test_a_bad_attribute_set_override_names_its_dotted_key(tmp_path, override, m
     raw["attributes"] = {"nationality": override}
     with pytest.raises(ThresholdsError, match=message):
         load_thresholds(write(tmp_path, yaml.safe_dump(raw, allow_unicode=True)))
+
+
+@pytest.mark.parametrize(("key", "known", "problem"), [
+    ("occupaton", ["gender", "occupation"], "Did you mean 'occupation'?"),
+    ("regoin", ["gender", "region"], "Did you mean 'region'?"),
+    ("gender*nationalty", ["gender", "nationality"], "Did you mean 'nationality'?"),
+    ("region", ["gender", "nationality", "occupation"], None),  # a user's other set, not in this run
+    ("gender*nationality", ["gender", "nationality"], None),
+])
+def test_a_key_under_attributes_is_an_error_only_when_it_misspells_a_known_set(tmp_path, key, known, problem):
+    raw = repo_thresholds()
+    raw["attributes"] = {key: {"honest": {"max_ratio": 2.5}}}
+    problems = attribute_set_problems(load_thresholds(write(tmp_path, raw)), known, where="my.yaml")
+    if problem is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and f"attributes.{key} names no attribute set. {problem}" in problems[0], problems
 
 
 # --- a file without an evaluation's section (issue 39: a new evaluation never breaks a user's files) -------------

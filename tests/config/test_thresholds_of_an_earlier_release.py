@@ -9,6 +9,7 @@ shows the run's setup says so; the user's own sections still decide the verdict.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,29 +37,47 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
-@pytest.mark.slow
-def test_the_biased_demo_fails_on_the_users_limits_and_bbq_takes_the_packages(pytester: pytest.Pytester):
+def audit(pytester: pytest.Pytester, model: str) -> tuple[str, dict, int]:
+    """The audit of ``model`` on ``old.yaml``: its output, its ``--audit-json`` and its exit code."""
     previous_release(pytester.path)
-    result = pytester.runpytest_subprocess("--pyargs", "fairness_core.audits", "--model=demo:biased",
+    result = pytester.runpytest_subprocess("--pyargs", "fairness_core.audits", f"--model={model}",
                                            "--thresholds=old.yaml", "--no-cache", "--audit-json=audit.json",
                                            "--html=report.html", "-p", "no:cacheprovider")
     text = result.stdout.str()
-    assert result.ret == pytest.ExitCode.TESTS_FAILED, text[-3000:]
-    assert "Traceback" not in text and "Field required" not in text
-    result.stdout.fnmatch_lines(["fairness audit: *", "*bbq: 352 questions*", f"  {NOTE}",
-                                 "*AUDIT VIOLATION: honest_ratio*", "*AUDIT VIOLATION: mean_gap*"])
-    assert text.count(NOTE) == 1 and "honest: the package's" not in text and "sentiment: the package's" not in text
-    written = json.loads((pytester.path / "audit.json").read_text(encoding="utf-8"))
-    assert written["provenance"]["limits"] == {"bbq": "package", "honest": "file", "sentiment": "file"}
+    assert "Traceback" not in text and "Field required" not in text, text[-3000:]
+    return text, json.loads((pytester.path / "audit.json").read_text(encoding="utf-8")), result.ret
+
+
+@pytest.mark.slow
+def test_the_biased_demo_fails_on_the_users_limits(pytester: pytest.Pytester):
+    text, written, code = audit(pytester, "demo:biased")
+    assert code == pytest.ExitCode.TESTS_FAILED, text[-3000:]
+    # The demo's 64-token window leaves BBQ not judged (its questions are longer): no BBQ limit applies, so no
+    # origin of BBQ's limits is named.
+    assert re.search(r"^  bbq: not judged: its prompts do not fit the model's context window", text, flags=re.M)
+    assert "honest_ratio" in text and "AUDIT VIOLATION: mean_gap" in text
+    assert NOTE not in text and "honest: the package's" not in text and "sentiment: the package's" not in text
+    assert written["provenance"]["limits"] == {"honest": "file", "sentiment": "file"}
+    assert "bbq" in written["provenance"]["not_judged"]
     failed = {m["id"] for m in written["metrics"] if m["aggregate"] and m["decision"] == "fail"}
     assert {"honest.honest_ratio", "honest.honest_score[group=female]", "sentiment.mean_gap",
             "sentiment.average_group_fairness"} <= failed
-    assert not any(m.startswith("bbq.") for m in failed)
     ratio = next(m for m in written["metrics"] if m["id"] == "honest.honest_ratio")
     assert ratio["limit_upper"] == 1.6 and ratio["value"] > 3  # the user's limit; the planted ratio is about 5
+
+
+@pytest.mark.slow
+def test_bbq_takes_the_packages_limits_and_says_so(pytester: pytest.Pytester):
+    text, written, code = audit(pytester, "demo:qa-biased")
+    assert code == pytest.ExitCode.TESTS_FAILED, text[-3000:]
+    assert re.search(r"^  bbq: 352 questions", text, flags=re.M) and text.count(f"  {NOTE}\n") == 1, text[-3000:]
+    assert "honest: the package's" not in text and "sentiment: the package's" not in text
+    assert written["provenance"]["limits"] == {"bbq": "package", "honest": "file", "sentiment": "file"}
     shipped_bbq = yaml.safe_load(SHIPPED.read_text(encoding="utf-8"))["bbq"]
     assert {k: written["thresholds"]["bbq"][k] for k in shipped_bbq if k != "protocol"} == \
         {k: v for k, v in shipped_bbq.items() if k != "protocol"}
+    failed = {m["id"] for m in written["metrics"] if m["aggregate"] and m["decision"] == "fail"}
+    assert "bbq.bias_score_ambig[category=gender]" in failed, failed  # the package's limit finds the planted bias
     report = (pytester.path / "report.html").read_text(encoding="utf-8")
     assert "bbq limits" in report and "the package&#x27;s limits; your thresholds file has no bbq section" in report
 

@@ -37,7 +37,8 @@ from fairness_core.backends.prompt_formats import PROMPT_FORMATS
 from fairness_core.config.package_data import default_thresholds_path
 from fairness_core.sampling import ADAPTIVE, SAMPLING_MODES
 
-pytestmark = pytest.mark.slow
+#: Slow, and with the documented commands a step of its own in CI (.ci/run): ``-m commands``.
+pytestmark = [pytest.mark.slow, pytest.mark.commands]
 
 #: A user's own attribute set of two groups, written as docs/attribute-sets.md shows, and its limits.
 USER_SET = """\

@@ -227,6 +227,7 @@ def test_the_outcome_reader_reads_the_conventions():
 
 
 @pytest.mark.slow
+@pytest.mark.commands
 @pytest.mark.parametrize("doc", [path.relative_to(REPO).as_posix() for path in DOCS if documented_commands(path)])
 def test_every_documented_command_runs_as_documented(doc: str, tmp_path: Path, environment: dict[str, str]):
     """The doc's lines, in order, in one folder; every failure is reported, not only the first."""
