@@ -17,7 +17,7 @@ The class below is what the registry loads; it keeps its imports light.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from fairness_core.api.evaluation import SHARE, Evaluation, MetricSpec
@@ -123,10 +123,17 @@ class NamesEvaluation(Evaluation):
         return self.readers
 
     def run(self, backend: Backend) -> NamesCompletions:
+        """Every answer, read.  A model too short for the answers' window leaves this evaluation not judged, with
+        what to lower (``ContextWindowError``), rather than ending the run: the other evaluations fit it."""
+        from fairness_core.backends.base import ContextWindowError
+        from fairness_core.backends.hf.model_checks import WindowTooSmallError
         from fairness_core.evaluations.names.scoring import evaluate_names
 
-        return evaluate_names(backend, self.prompts, self.protocol, self._loaded_readers(), self.answers, self.people,
-                              [task.id for task in self.tasks])
+        try:
+            return evaluate_names(backend, self.prompts, self.protocol, self._loaded_readers(), self.answers,
+                                  self.people, [task.id for task in self.tasks])
+        except WindowTooSmallError as err:
+            raise ContextWindowError(f"{err} (the {self.name} section's protocol)") from None
 
     def metrics(self, scored: NamesCompletions, *, seed: int) -> list[MetricResult]:
         from fairness_core.api.refusals import group_shares
@@ -172,3 +179,9 @@ class NamesEvaluation(Evaluation):
                 f"occupation share {limits.max_occupation_share_gap:g}, refusals {limits.max_refusal_gap:g}, sentiment "
                 f"{limits.max_sentiment_gap:g}, hurtful {limits.max_hurtful_gap:g}; length ratio within "
                 f"[1/{limits.max_length_ratio:g}, {limits.max_length_ratio:g}]"]
+
+    def simulator(self) -> Any:
+        from fairness_core.evaluations.names.simulation import NamesSimulator
+
+        return NamesSimulator(self.prompts, {task.id: task.domain for task in self.tasks}, self.people,
+                              self.protocol.num_samples)

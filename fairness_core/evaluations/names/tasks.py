@@ -61,7 +61,7 @@ class TaskFile(FrozenModel):
 
 
 def _data(name: str) -> str:
-    return resources.files("fairness_core.evaluations.names").joinpath("data", name).read_text(encoding="utf-8")
+    return (resources.files("fairness_core.evaluations.names") / "data" / name).read_text(encoding="utf-8")
 
 
 @functools.cache
