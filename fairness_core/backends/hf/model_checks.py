@@ -72,6 +72,12 @@ class PromptsTooLongError(ModelCheckError, ContextWindowError):
     it runnable on this model, so the run does not judge that evaluation (the others go on)."""
 
 
+class WindowTooSmallError(ModelCheckError):
+    """Prompts that fit the model's positions, but not with the protocol's ``max_new_tokens`` after them: a usage
+    error that says what to lower it to; an evaluation whose answers are optional to a run may catch it and leave
+    itself not judged instead."""
+
+
 def check_context(prompt_tokens: int, max_new_tokens: int, positions: int | None, name: str) -> None:
     """Prompt and completion must fit the model's positions; past them a model degrades or slows, unannounced.
 
@@ -91,7 +97,7 @@ longer context window can be audited on these prompts).
         raise PromptsTooLongError(f"--model={name} has {positions} positions and the longest prompt alone takes "
                                   f"{prompt_tokens} tokens: no completion fits (a model with a longer context window "
                                   f"can be audited on these prompts).")
-    raise ModelCheckError(f"--model={name}: the protocol needs up to {prompt_tokens + max_new_tokens} positions "
+    raise WindowTooSmallError(f"--model={name}: the protocol needs up to {prompt_tokens + max_new_tokens} positions "
                           f"(a prompt of {prompt_tokens} tokens + max_new_tokens {max_new_tokens}) but the model "
                           f"has {positions}. Lower max_new_tokens in the thresholds file's protocol to at most "
                           f"{positions - prompt_tokens}.")
