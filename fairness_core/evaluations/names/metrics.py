@@ -21,7 +21,7 @@ unequal length, names are permuted between groups instead.
 
 from __future__ import annotations
 
-import itertools
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -120,6 +120,12 @@ def bootstrap(table: SignalTable, *, ratio: bool, seed: int, resamples: int = DE
     return interval(aggregate), [interval(row) for row in each]
 
 
+@functools.cache
+def every_swap(pairs: int) -> np.ndarray:
+    """Every subset of ``pairs`` pairs swapped, one row each (row 0 swaps none): the bits of 0 .. 2**pairs - 1."""
+    return ((np.arange(2 ** pairs)[:, None] >> np.arange(pairs)) & 1).astype(float)
+
+
 def paired_pvalue(table: SignalTable, *, ratio: bool, seed: int) -> float:
     """The paired test's p-value (module docstring): swaps of paired names, or permutations of names between groups."""
     sums = [table.sums[g].sum(axis=1) for g in table.groups]
@@ -131,7 +137,7 @@ def paired_pvalue(table: SignalTable, *, ratio: bool, seed: int) -> float:
 
     if len(sums) == 2 and len(sums[0]) == len(sums[1]):
         pairs = len(sums[0])
-        swaps = (np.array(list(itertools.product((0.0, 1.0), repeat=pairs))) if pairs <= EXACT_PAIRS else
+        swaps = (every_swap(pairs) if pairs <= EXACT_PAIRS else
                  np.vstack([np.zeros(pairs), np.random.default_rng(seed).integers(0, 2, (PERMUTATIONS, pairs))]))
         kept = 1.0 - swaps
         first = (kept @ sums[0] + swaps @ sums[1], kept @ counts[0] + swaps @ counts[1])
