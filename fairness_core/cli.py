@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING
 
 from fairness_core.api.generic_options import BASELINE, OUTPUT, SAMPLING, SHARD
 from fairness_core.api.prompts import PromptSet
-from fairness_core.backends.base import Backend, BackendSettings, ContextWindowError, Request, request_seed
+from fairness_core.backends.base import (
+    AnswerRoomError,
+    Backend,
+    BackendSettings,
+    ContextWindowError,
+    Request,
+    request_seed,
+)
 from fairness_core.backends.catalog import DEFAULT_BACKEND
 from fairness_core.config.option_types import GENERATE, PLAN
 from fairness_core.errors import AuditUsageError
@@ -92,9 +99,12 @@ def write_completions(backend: Backend, settings: BackendSettings, prompt_sets: 
         requests = in_shard(prompt_set.requests(), shard)
         try:
             completions = backend.generate(requests, prompt_set.protocol)
-        except ContextWindowError as err:
+        except (ContextWindowError, AnswerRoomError) as err:
+            if isinstance(err, AnswerRoomError) and not prompt_set.answers_need_room:
+                raise
             del header["evaluations"][prompt_set.evaluation]
-            print(f"{prompt_set.evaluation}: not generated: its prompts do not fit the model's context window: {err}",
+            what = "answers" if isinstance(err, AnswerRoomError) else "prompts"
+            print(f"{prompt_set.evaluation}: not generated: its {what} do not fit the model's context window: {err}",
                   file=sys.stderr)
             continue
         for request, completion in zip(requests, completions, strict=True):

@@ -12,7 +12,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from fairness_core.backends.base import ContextWindowError
+from fairness_core.backends.base import AnswerRoomError, ContextWindowError
 from fairness_core.errors import AuditUsageError
 
 #: Files a ``transformers`` tokenizer is read from, by kind; a model folder needs at least one of them.
@@ -72,10 +72,8 @@ class PromptsTooLongError(ModelCheckError, ContextWindowError):
     it runnable on this model, so the run does not judge that evaluation (the others go on)."""
 
 
-class WindowTooSmallError(ModelCheckError):
-    """Prompts that fit the model's positions, but not with the protocol's ``max_new_tokens`` after them: a usage
-    error that says what to lower it to; an evaluation whose answers are optional to a run may catch it and leave
-    itself not judged instead."""
+class WindowTooSmallError(ModelCheckError, AnswerRoomError):
+    """The model holds the prompts, but not ``max_new_tokens`` more."""
 
 
 def check_context(prompt_tokens: int, max_new_tokens: int, positions: int | None, name: str) -> None:

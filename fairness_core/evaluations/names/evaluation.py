@@ -67,6 +67,9 @@ class NamesEvaluation(Evaluation):
     name: ClassVar[str] = "names"
     config_model: ClassVar[type[NamesConfig]] = NamesConfig
     attribute_section: ClassVar[type[NamesSection]] = NamesSection
+    #: Answers end by themselves; 200 tokens is room for them: a model that cannot hold it leaves this evaluation
+    #: not judged (the others go on), where a continuation's window is a usage error.
+    answers_need_room: ClassVar[bool] = True
     metric_specs: ClassVar[tuple[MetricSpec, ...]] = (
         MetricSpec("occupation_share_gap", "zero", SIGNED), MetricSpec("refusal_gap", "zero", SIGNED),
         MetricSpec("sentiment_gap", "zero", SIGNED), MetricSpec("hurtful_gap", "zero", SIGNED),
@@ -123,17 +126,10 @@ class NamesEvaluation(Evaluation):
         return self.readers
 
     def run(self, backend: Backend) -> NamesCompletions:
-        """Every answer, read.  A model too short for the answers' window leaves this evaluation not judged, with
-        what to lower (``ContextWindowError``), rather than ending the run: the other evaluations fit it."""
-        from fairness_core.backends.base import ContextWindowError
-        from fairness_core.backends.hf.model_checks import WindowTooSmallError
         from fairness_core.evaluations.names.scoring import evaluate_names
 
-        try:
-            return evaluate_names(backend, self.prompts, self.protocol, self._loaded_readers(), self.answers,
-                                  self.people, [task.id for task in self.tasks])
-        except WindowTooSmallError as err:
-            raise ContextWindowError(f"{err} (the {self.name} section's protocol)") from None
+        return evaluate_names(backend, self.prompts, self.protocol, self._loaded_readers(), self.answers, self.people,
+                              [task.id for task in self.tasks])
 
     def metrics(self, scored: NamesCompletions, *, seed: int) -> list[MetricResult]:
         from fairness_core.api.refusals import group_shares

@@ -153,7 +153,7 @@ class NamesSimulator:
                 continue
             text = "あ" * int(length[k])
             answers.append(NameAnswer(Answer(prompt, text, text), k % self.samples, True,
-                                      occupations=(SimulatedMention(float(share[k])),) if names_one[k] else (),
+                                      occupations=(SimulatedMention(float(share[k])),) if names_one[k] else (),  # type: ignore[arg-type]
                                       hurtful=(True,) if hurtful[k] else (),  # type: ignore[arg-type]
                                       sentiment=float(sentiment[k])))
         return read_names(answers, self.people, self.tasks)
