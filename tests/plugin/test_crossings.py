@@ -69,7 +69,8 @@ def test_a_crossed_set_skips_what_it_cannot_run_with_the_reason_everywhere(pytes
     assert any(line.startswith("SKIPPED [") and line.endswith(f"sentiment not judged: {SENTIMENT_WHY}") for line in lines)
     written = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))
     assert written["provenance"]["not_judged"]["sentiment"] == SENTIMENT_WHY
-    assert set(written["provenance"]["not_judged"]) == {"sentiment", "bbq"}
+    assert set(written["provenance"]["not_judged"]) == {"sentiment", "bbq", "names"}
+    assert written["provenance"]["not_judged"]["names"].startswith(f"not applicable to the attribute set '{CROSSED}'")
     assert written["provenance"]["not_run"] == {"honest": "not selected"}
     html = (pytester.path / "report.html").read_text(encoding="utf-8")
     assert "Evaluations not judged" in html and "the sentiment section has no rule to cross two sets" in html
@@ -130,8 +131,10 @@ def test_an_evaluation_that_says_it_cannot_run_is_not_judged(pytester, monkeypat
     assert f"VIOLATION REQUIRED sentiment not judged: {why}" in result.stdout.lines
     assert any(line.startswith("SKIPPED [") and line.endswith(f"sentiment not judged: {why}")
                for line in result.stdout.lines), text
-    assert json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))["provenance"]["not_judged"] == {
-        "sentiment": why}
+    not_judged = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))["provenance"]["not_judged"]
+    # names asks chat requests longer than the demo's 64 positions: not judged for that reason, and only for it
+    assert not_judged.pop("names").startswith("its prompts do not fit the model's context window")
+    assert not_judged == {"sentiment": why}
 
 
 def test_the_documented_crossed_command_passes_the_fair_demo(pytester):
@@ -147,7 +150,8 @@ def test_the_documented_crossed_command_passes_the_fair_demo(pytester):
 # --- 12. prompts that do not fit the model: that evaluation is not judged, the others go on ------------------------
 
 def test_prompts_that_do_not_fit_the_model_leave_that_evaluation_not_judged(pytester):
-    """The demo model has 64 positions: BBQ's questions alone are longer; HONEST and sentiment are judged."""
+    """The demo model has 64 positions: BBQ's questions and names' requests alone are longer; HONEST and sentiment
+    are judged."""
     result = audit(pytester, "--bbq-scorer=generated-choice", "--audit-json=out.json")
     text = output(result)
     assert result.ret == pytest.ExitCode.OK, text
@@ -159,7 +163,7 @@ def test_prompts_that_do_not_fit_the_model_leave_that_evaluation_not_judged(pyte
         "PASSED: no audit violations"])
     assert "Lower max_new_tokens" not in text, text
     written = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))
-    assert set(written["provenance"]["not_judged"]) == {"bbq"}
+    assert set(written["provenance"]["not_judged"]) == {"bbq", "names"}
     assert {m["evaluation"] for m in written["metrics"]} == {"honest", "sentiment"}
 
 
