@@ -83,7 +83,8 @@ class NamesEvaluation(Evaluation):
         section = people_of(attributes)
         if section is None:
             raise ValueError(f"the attribute set {attributes.name!r} has no names")  # supports() turned it down
-        self.people: dict[str, tuple[str, ...]] = {g: section.full_names()[g] for g in attributes.groups}
+        full_names = section.full_names()
+        self.people: dict[str, tuple[str, ...]] = {g: full_names[g] for g in attributes.groups}
         self.readers: SignalReaders | None = None
         super().__init__(config, attributes, values)
 
