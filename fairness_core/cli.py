@@ -87,11 +87,12 @@ def write_completions(backend: Backend, settings: BackendSettings, prompt_sets: 
     The file appears only when complete, so a crashed run leaves no half shard
     to be mistaken for a whole one (the backends' caches make the rerun cheap).
     An evaluation whose prompts do not fit the model's context window is left
-    out of the file and its manifest, with a line on stderr; the audit of the
-    file then reports it as not judged.
+    out of the file and its manifest, with a line on stderr and the reason in
+    the manifest's ``not_generated``; the audit of the file then reports it as
+    not judged, with that reason.
     """
     from fairness_core.backends.cache import write_atomically
-    from fairness_core.backends.jsonl import completion_line, manifest_line
+    from fairness_core.backends.jsonl import NOT_GENERATED, completion_line, manifest_line
 
     header = manifest(backend, settings, prompt_sets, shard)
     lines = []
@@ -104,8 +105,9 @@ def write_completions(backend: Backend, settings: BackendSettings, prompt_sets: 
                 raise
             del header["evaluations"][prompt_set.evaluation]
             what = "answers" if isinstance(err, AnswerRoomError) else "prompts"
-            print(f"{prompt_set.evaluation}: not generated: its {what} do not fit the model's context window: {err}",
-                  file=sys.stderr)
+            why = f"its {what} do not fit the model's context window: {err}"
+            header.setdefault(NOT_GENERATED, {})[prompt_set.evaluation] = why
+            print(f"{prompt_set.evaluation}: not generated: {why}", file=sys.stderr)
             continue
         for request, completion in zip(requests, completions, strict=True):
             seed = request_seed(settings.seed, request.prompt, request.sample_index)
