@@ -98,10 +98,12 @@ def _empty_encoding(tmp: Path, tiny_model_dirs) -> str:
     return f"--model={save_model(GPT2LMHeadModel(config), tokenizer, tmp / 'empty-encoding')}"
 
 
-def _completions_of(tmp: Path, model: str, *lines: str) -> str:
+def _completions_of(tmp: Path, model: str, *lines: str, evaluations: tuple[str, ...] = ()) -> str:
+    """A completions file of ``model`` whose manifest records ``evaluations`` (an empty prompt set each)."""
     path = tmp / "completions.jsonl"
-    path.write_text("\n".join([manifest_line({"model": model, "run_seed": 0, "evaluations": {}}), *lines]) + "\n",
-                    encoding="utf-8")
+    recorded = {name: {"protocol": {}, "prompt_set_sha256": "", "prompts": 0} for name in evaluations}
+    path.write_text("\n".join([manifest_line({"model": model, "run_seed": 0, "evaluations": recorded}), *lines])
+                    + "\n", encoding="utf-8")
     return f"--completions={path}"
 
 
@@ -179,7 +181,7 @@ def test_a_default_classifier_that_cannot_be_had_leaves_sentiment_not_judged(pyt
     not ask for it, so sentiment is not judged, with the offline way out, instead of ending the run."""
     setup_audits(pytester)
     result = pytester.runpytest_inprocess(
-        "-p", "no:cacheprovider", "--backend=jsonl", _completions_of(tmp_path, "demo"), "--model=", "--sentiment=",
+        "-p", "no:cacheprovider", "--backend=jsonl", _completions_of(tmp_path, "demo", evaluations=("sentiment",)), "--model=", "--sentiment=",
         "-k", "group_fairness", f"--thresholds={write_thresholds(pytester, thresholds(lax=True))}", "--no-cache")
     text = output(result)
     assert result.ret == pytest.ExitCode.OK, text
