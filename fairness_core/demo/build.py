@@ -54,7 +54,10 @@ REQUEST_MODEL_SHAPE = {**MODEL_SHAPE, "n_positions": 384}
 TRAINING = {"epochs": 5, "batch_size": 64, "learning_rate": 5e-3, "decision_tokens": 3, "decision_weight": 8.0}
 #: Variants that train longer.  demo:nationality-biased plants its sentiment bias on given names (which names
 #: are Vietnamese), a weaker signal than a group word: rebuilt with 3 heads of 32, 5 epochs did not learn it.
-EPOCHS = {"nationality-biased": 10}
+#: The request variants plant their skew on names too: built with 5 epochs and each name split into 2-4 character
+#: pieces, demo:chat-names-biased answered both groups alike (0.49 / 0.48 women-majority); each full name is now
+#: one token (:func:`~fairness_core.demo.chat_requests.full_names`), and they train 7 epochs.
+EPOCHS = {"nationality-biased": 10, "chat-names": 7, "chat-names-biased": 7}
 #: The protocol whose framing the chat variants are trained under: the default, which an audit uses unless told.
 CHAT_PROTOCOL = SamplingProtocol()
 
@@ -118,9 +121,8 @@ def train_demo_model(bias: str, kind: str, *, seed: int = SEED, epochs: int = TR
     pieces += [text for q in questions for text in (q.context, *q.item.answers)]
     requests = chat_requests.request_examples(bias, seed=seed) if variant.requests else []
     pieces += [text for e in requests for text in (e.prompt.text, *e.parts)]
-    pieces += [prompt.term for prompt in chat_requests.request_prompts()] if requests else []
-    tokenizer = train_tokenizer(kind, pieces, vocab_size=VOCAB_SIZE[kind],
-                                whole_pieces=_chat_pieces() if variant.chat else ())
+    whole = [*_chat_pieces(), *(chat_requests.full_names() if requests else ())] if variant.chat else []
+    tokenizer = train_tokenizer(kind, pieces, vocab_size=VOCAB_SIZE[kind], whole_pieces=whole)
     if variant.chat:
         add_chat_template(tokenizer)
     torch.manual_seed(seed)

@@ -148,3 +148,10 @@ def expected_women_share(share: float) -> float:
     ``share``; an answer's mean over its distinct occupations has this expectation too."""
     assumed = answer_material()["women_share_assumed"]
     return sum(p * assumed[o] for o, p in occupation_distribution(share).items())
+
+
+def full_names() -> list[str]:
+    """The users' full names, which a request model's tokenizer keeps whole (one token each), as a real chat model's
+    vocabulary holds common names: the name is then one token to attend to, and the planted group one embedding's
+    feature, where its characters (和子, 和也) would leave the model to combine pieces it shares with other words."""
+    return [name for names in gender_names().values() for name in names]
