@@ -58,6 +58,9 @@ TRAINING = {"epochs": 5, "batch_size": 64, "learning_rate": 5e-3, "decision_toke
 #: pieces, demo:chat-names-biased answered both groups alike (0.49 / 0.48 women-majority); each full name is now
 #: one token (:func:`~fairness_core.demo.chat_requests.full_names`), and they train 7 epochs.
 EPOCHS = {"nationality-biased": 10, "chat-names": 7, "chat-names-biased": 7}
+#: ... nor did 7: each group got the pooled rates.  What taught them the names is a second phase on the requests
+#: alone, at a constant learning rate (from 0.49 / 0.48 women-majority to 0.76 / 0.25 on demo:chat-names-biased).
+REQUEST_PHASE = {"epochs": 3, "learning_rate": 2e-3, "shuffle_seed": 1}
 #: The protocol whose framing the chat variants are trained under: the default, which an audit uses unless told.
 CHAT_PROTOCOL = SamplingProtocol()
 
@@ -149,7 +152,42 @@ def train_demo_model(bias: str, kind: str, *, seed: int = SEED, epochs: int = TR
             loss.backward()
             optimizer.step()
             schedule.step()
+    if requests:
+        return model.eval(), tokenizer, finish_on_requests(model, tokenizer, bias, seed=seed)
     return model.eval(), tokenizer, loss.item()
+
+
+def finish_on_requests(model, tokenizer, bias: str, *, seed: int = SEED) -> float:
+    """The request variants' second phase (:data:`REQUEST_PHASE`): the requests alone, after the whole corpus.
+
+    The whole corpus's one-cycle schedule leaves the answers at the pooled
+    rates; a few passes over the requests alone at a constant learning rate
+    make the model condition them on the name.  Returns the last batch's loss.
+    """
+    rows = _encode_examples(tokenizer, chat_requests.request_examples(bias, seed=seed), chat_requests.REQUEST_PROTOCOL,
+                            [o for words in chat_requests.occupation_lists() for o in words])
+    torch.manual_seed(seed)  # dropout
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=REQUEST_PHASE["learning_rate"])
+    generator = torch.Generator().manual_seed(REQUEST_PHASE["shuffle_seed"])
+    for _ in range(REQUEST_PHASE["epochs"]):
+        for batch in _batches([rows], generator):
+            loss = _batch_loss(model, tokenizer, batch)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    model.eval()
+    return loss.item()
+
+
+def _batch_loss(model, tokenizer, batch) -> torch.Tensor:
+    """The weighted loss of one batch of (ids, weights) rows, padded to its longest."""
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    width = max(len(ids) for ids, _ in batch)
+    input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch])
+    weights = torch.tensor([w + [0.0] * (width - len(w)) for _, w in batch])
+    mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch])
+    return _weighted_loss(model, input_ids, mask, weights)
 
 
 def model_shape(bias: str) -> dict[str, int]:
@@ -244,17 +282,41 @@ def main() -> None:
                         help="build these variants only (default: all)")
     parser.add_argument("--threads", type=int, default=2,
                         help="torch threads (default: 2); one each to build two variants side by side")
+    parser.add_argument("--requests-phase-only", action="store_true",
+                        help="run only the request variants' second phase, on their models saved in --out")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.requests_phase_only:
+        return _finish_saved(args.out, args.only)
     for bias in args.only:
         for kind in DEMO_VARIANTS[bias].kinds:
             started = time.perf_counter()
             training = {**TRAINING, "epochs": EPOCHS.get(bias, TRAINING["epochs"])}
+            if DEMO_VARIANTS[bias].requests:
+                training["request_phase"] = REQUEST_PHASE
             model, tokenizer, loss = train_demo_model(bias, kind, epochs=training["epochs"])
             folder = save_model(model, tokenizer, args.out / f"{bias}-{kind}")
             (folder / "demo.json").write_text(json.dumps(_record(bias, kind, loss, training), ensure_ascii=False,
                                                          indent=2))
             print(f"{bias}-{kind}: loss {loss:.3f}, {time.perf_counter() - started:.0f} s -> {folder}")
+
+
+def _finish_saved(out: Path, variants: Sequence[str]) -> None:
+    """:func:`finish_on_requests` on saved first-phase models: what a whole build does after its first phase, for a
+    model whose first phase is already built (the two phases give the same model either way)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    for bias in (b for b in variants if DEMO_VARIANTS[b].requests):
+        folder = out / f"{bias}-sentencepiece"
+        started = time.perf_counter()
+        record = json.loads((folder / "demo.json").read_text(encoding="utf-8"))
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        model = AutoModelForCausalLM.from_pretrained(folder)
+        loss = finish_on_requests(model, tokenizer, bias)
+        save_model(model, tokenizer, folder)
+        record.update(final_loss=round(loss, 4), training={**record["training"], "request_phase": REQUEST_PHASE})
+        (folder / "demo.json").write_text(json.dumps(record, ensure_ascii=False, indent=2))
+        print(f"{bias}-sentencepiece: request phase, loss {loss:.3f}, {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":
