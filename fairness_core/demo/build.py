@@ -60,7 +60,9 @@ TRAINING = {"epochs": 5, "batch_size": 64, "learning_rate": 5e-3, "decision_toke
 EPOCHS = {"nationality-biased": 10, "chat-names": 7, "chat-names-biased": 7}
 #: ... nor did 7: each group got the pooled rates.  What taught them the names is a second phase on the requests
 #: alone, at a constant learning rate (from 0.49 / 0.48 women-majority to 0.76 / 0.25 on demo:chat-names-biased).
-REQUEST_PHASE = {"epochs": 3, "learning_rate": 2e-3, "shuffle_seed": 1}
+#: The phase on the requests alone let the rest drift (demo:chat-names: hurtful 0.012, refusals 0.02 where demo:chat
+#: has 0.05 and 0.07), so a quarter of the whole corpus, drawn anew each epoch, is replayed with them.
+REQUEST_PHASE = {"epochs": 3, "learning_rate": 2e-3, "shuffle_seed": 1, "replay": 0.25}
 #: The protocol whose framing the chat variants are trained under: the default, which an audit uses unless told.
 CHAT_PROTOCOL = SamplingProtocol()
 
@@ -161,17 +163,20 @@ def finish_on_requests(model, tokenizer, bias: str, *, seed: int = SEED) -> floa
     """The request variants' second phase (:data:`REQUEST_PHASE`): the requests alone, after the whole corpus.
 
     The whole corpus's one-cycle schedule leaves the answers at the pooled
-    rates; a few passes over the requests alone at a constant learning rate
-    make the model condition them on the name.  Returns the last batch's loss.
+    rates; a few passes over the requests at a constant learning rate, with a
+    quarter of the rest of the corpus replayed, make the model condition them
+    on the name.  Returns the last batch's loss.
     """
     rows = _encode_examples(tokenizer, chat_requests.request_examples(bias, seed=seed), chat_requests.REQUEST_PROTOCOL,
                             [o for words in chat_requests.occupation_lists() for o in words])
+    corpus = _encode_examples(tokenizer, build_corpus(bias, seed=seed))
     torch.manual_seed(seed)  # dropout
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=REQUEST_PHASE["learning_rate"])
     generator = torch.Generator().manual_seed(REQUEST_PHASE["shuffle_seed"])
     for _ in range(REQUEST_PHASE["epochs"]):
-        for batch in _batches([rows], generator):
+        replay = torch.randperm(len(corpus), generator=generator)[:int(REQUEST_PHASE["replay"] * len(corpus))]
+        for batch in _batches([rows, [corpus[i] for i in replay.tolist()]], generator):
             loss = _batch_loss(model, tokenizer, batch)
             optimizer.zero_grad()
             loss.backward()
