@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING
 
 from fairness_core.api.generic_options import BASELINE, OUTPUT, SAMPLING, SHARD
 from fairness_core.api.prompts import PromptSet
-from fairness_core.backends.base import Backend, BackendSettings, ContextWindowError, Request, request_seed
+from fairness_core.backends.base import (
+    AnswerRoomError,
+    Backend,
+    BackendSettings,
+    ContextWindowError,
+    Request,
+    request_seed,
+)
 from fairness_core.backends.catalog import DEFAULT_BACKEND
 from fairness_core.config.option_types import GENERATE, PLAN
 from fairness_core.errors import AuditUsageError
@@ -80,11 +87,12 @@ def write_completions(backend: Backend, settings: BackendSettings, prompt_sets: 
     The file appears only when complete, so a crashed run leaves no half shard
     to be mistaken for a whole one (the backends' caches make the rerun cheap).
     An evaluation whose prompts do not fit the model's context window is left
-    out of the file and its manifest, with a line on stderr; the audit of the
-    file then reports it as not judged.
+    out of the file and its manifest, with a line on stderr and the reason in
+    the manifest's ``not_generated``; the audit of the file then reports it as
+    not judged, with that reason.
     """
     from fairness_core.backends.cache import write_atomically
-    from fairness_core.backends.jsonl import completion_line, manifest_line
+    from fairness_core.backends.jsonl import NOT_GENERATED, completion_line, manifest_line
 
     header = manifest(backend, settings, prompt_sets, shard)
     lines = []
@@ -92,10 +100,14 @@ def write_completions(backend: Backend, settings: BackendSettings, prompt_sets: 
         requests = in_shard(prompt_set.requests(), shard)
         try:
             completions = backend.generate(requests, prompt_set.protocol)
-        except ContextWindowError as err:
+        except (ContextWindowError, AnswerRoomError) as err:
+            if isinstance(err, AnswerRoomError) and not prompt_set.answers_need_room:
+                raise
             del header["evaluations"][prompt_set.evaluation]
-            print(f"{prompt_set.evaluation}: not generated: its prompts do not fit the model's context window: {err}",
-                  file=sys.stderr)
+            what = "answers" if isinstance(err, AnswerRoomError) else "prompts"
+            why = f"its {what} do not fit the model's context window: {err}"
+            header.setdefault(NOT_GENERATED, {})[prompt_set.evaluation] = why
+            print(f"{prompt_set.evaluation}: not generated: {why}", file=sys.stderr)
             continue
         for request, completion in zip(requests, completions, strict=True):
             seed = request_seed(settings.seed, request.prompt, request.sample_index)

@@ -139,6 +139,10 @@ class Evaluation:
     parameters: ClassVar[tuple[str, ...]] = ()
     #: Its own command-line options, in the run's one option table (``commands`` says which commands take each).
     options: ClassVar[tuple[Option, ...]] = ()
+    #: Whether ``max_new_tokens`` is room for answers that end by themselves (a chat reply) rather than the window
+    #: its metrics are defined on: a model that holds the prompts but not that many tokens after them then leaves
+    #: the evaluation not judged, saying what to lower (for the others it is a usage error).
+    answers_need_room: ClassVar[bool] = False
     #: The module of its audit tests (``pytest --pyargs fairness_core.audits`` collects it); default
     #: ``<its package>.test_<name>``.
     audit_module: ClassVar[str | None] = None
@@ -166,7 +170,7 @@ class Evaluation:
         return bool(self.prompts)
 
     def prompt_set(self) -> PromptSet:
-        return PromptSet(self.name, self.protocol, self.prompts)
+        return PromptSet(self.name, self.protocol, self.prompts, answers_need_room=self.answers_need_room)
 
     @classmethod
     def supports(cls, attributes: AttributeSet) -> bool:

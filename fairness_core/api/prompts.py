@@ -84,6 +84,8 @@ class PromptSet:
     protocol: SamplingProtocol
     prompts: tuple[Prompt, ...]
     provenance: Mapping[str, Any] = field(default_factory=dict)
+    #: :attr:`~fairness_core.api.evaluation.Evaluation.answers_need_room` of its evaluation.
+    answers_need_room: bool = False
 
     def requests(self) -> list[Request]:
         return requests_for(self.prompts, self.protocol, evaluation=self.evaluation)

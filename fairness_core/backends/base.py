@@ -182,6 +182,12 @@ class ScoringUnsupportedError(AuditUsageError):
     """The backend cannot score continuations (it reads completions, or its server sends no prompt log-probabilities)."""
 
 
+class AnswerRoomError(AuditUsageError):
+    """Prompts that fit the model's context window, but not with the protocol's ``max_new_tokens`` after them; the
+    message says what to lower it to.  A usage error, except for an evaluation whose window is room for answers that
+    end by themselves (:attr:`~fairness_core.api.evaluation.Evaluation.answers_need_room`): that one is not judged."""
+
+
 class ContextWindowError(AuditUsageError):
     """A text to score, or a prompt with its completion, is longer than the model's context window; the message
     says by how much.  The run does not judge the evaluation that asked for it (the others go on)."""

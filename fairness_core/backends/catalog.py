@@ -26,6 +26,8 @@ from fairness_core.errors import AuditUsageError
 from fairness_core.registry import Registry, load_target
 
 DEFAULT_BACKEND = "hf"
+#: The backend that reads completions generated elsewhere (``--completions``): what it can answer is what they hold.
+FILES_BACKEND = "jsonl"
 
 
 class UnknownBackendError(AuditUsageError):
@@ -69,7 +71,7 @@ BACKENDS: Registry[BackendEntry] = Registry("backend", {
                 o.one_of("auto", "openai", "transformers"), "auto"),
          Option("--journal-dir", "where finished samples are journalled so that an interrupted run resumes",
                 Path, default_text="<cache>/journals; with --no-cache, none"))),
-    "jsonl": BackendEntry(
+    FILES_BACKEND: BackendEntry(
         "fairness_core.backends.jsonl:create_backend",
         "completions generated elsewhere (ja-fairness-audit generate, OpenAI Batch output), read from JSONL",
         (COMPLETIONS,),

@@ -68,6 +68,8 @@ from fairness_core.errors import AuditUsageError
 
 FORMAT = "ja-fairness-audit/completions"
 VERSION = 1
+#: The manifest's record of the evaluations ``generate`` left out, each with why (its answers found no room).
+NOT_GENERATED = "not_generated"
 LINE_FIELDS = ("evaluation", "prompt_id", "prompt", "sample_index", "seed", "text", "num_tokens", "finish_reason")
 
 
@@ -144,13 +146,38 @@ def recorded_evaluation(spec: str, evaluation: str) -> dict[str, Any] | None:
     For an evaluation that decides before the run what to ask of the files
     (which scorer): the files themselves are checked when the backend opens.
     """
+    found = (_first_manifest(spec) or {}).get("evaluations", {}).get(evaluation)
+    return found if isinstance(found, dict) else None
+
+
+def missing_evaluation(spec: str, evaluation: str) -> str | None:
+    """Why the files of ``--completions=spec`` hold no completions of ``evaluation``, or ``None`` when their
+    manifest records it (or they have none, or cannot be read: the backend's own checks speak then).
+
+    Files written by ``generate`` before an evaluation joined the package, or
+    with one left out because the model had no room for it (the manifest's
+    ``not_generated``), still audit every evaluation they hold: the one they
+    lack is not judged, with this reason, instead of ending the run.
+    """
+    manifest = _first_manifest(spec)
+    if not manifest or not isinstance(manifest.get("evaluations"), dict) or evaluation in manifest["evaluations"]:
+        return None
+    left_out = (manifest.get(NOT_GENERATED) or {}).get(evaluation)
+    why = (f"generate left it out: {left_out}" if left_out else
+           "they were generated without it (by a release before it, or with its tests deselected)")
+    return (f"the completions files --completions={spec} hold no {evaluation} completions; {why}. Generate them "
+            f"again with this release to judge {evaluation}")
+
+
+def _first_manifest(spec: str) -> dict[str, Any] | None:
+    """The manifest on the first line of the first file of ``--completions=spec``; ``None`` where there is none or
+    it cannot be read."""
     try:
         with resolve_paths(spec)[0].open(encoding="utf-8") as file:
             manifest = json.loads(file.readline()).get("manifest")
-        found = manifest["evaluations"].get(evaluation)
-    except (CompletionsFileError, OSError, ValueError, AttributeError, KeyError, TypeError):
+    except (CompletionsFileError, OSError, ValueError, AttributeError):
         return None
-    return found if isinstance(found, dict) else None
+    return manifest if isinstance(manifest, dict) else None
 
 
 def _fail(problem: str, wheres: Sequence[str]) -> CompletionsFileError:
@@ -275,8 +302,9 @@ class CompletionsFiles:
 
 
 def _run_identity(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """What the shards of one run share: all but the shard, its time and the replica's URL it was asked at."""
-    identity = {k: v for k, v in manifest.items() if k not in ("shard", "created")}
+    """What the shards of one run share: all but the shard, its time, the replica's URL it was asked at, and why an
+    evaluation was left out (its longest prompt is the shard's own)."""
+    identity = {k: v for k, v in manifest.items() if k not in ("shard", "created", NOT_GENERATED)}
     identity["fingerprint"] = {k: v for k, v in manifest.get("fingerprint", {}).items() if k != "base_url"}
     return identity
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from fairness_core.api.evaluation import CannotRun
 from fairness_core.api.generic_options import SAMPLING
 from fairness_core.api.options import AuditOptions
-from fairness_core.backends.base import Backend, ContextWindowError
+from fairness_core.backends.base import AnswerRoomError, Backend, ContextWindowError
 from fairness_core.run.setup import AuditSetup, AuditSetupError, collect
 from fairness_core.run.startup import open_backend
 from fairness_core.sampling import ADAPTIVE, SamplingRecord, fixed_record, run_adaptively
@@ -100,13 +100,20 @@ class AuditSession:
         with one error instead of failing every test that reads the results.
 
         An evaluation whose prompts do not fit the model's context window is not
-        judged, with the reason; the other evaluations go on.
+        judged, with the reason; the other evaluations go on.  So is one whose
+        answers need more room than the model leaves after its prompts
+        (``answers_need_room``); for the others that is the thresholds file's
+        ``max_new_tokens`` to lower, a usage error.
         """
         for name in list(self.evaluations):
             try:
                 self.card(name)
             except ContextWindowError as err:
                 self._not_judge(name, f"its prompts do not fit the model's context window: {err}")
+            except AnswerRoomError as err:
+                if not self.evaluations[name].answers_need_room:
+                    raise
+                self._not_judge(name, f"its answers do not fit the model's context window: {err}")
 
     def _not_judge(self, name: str, why: str) -> None:
         """Take evaluation ``name`` out of this run: it is not judged, because ``why``."""

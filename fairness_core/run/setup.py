@@ -93,7 +93,8 @@ class AuditSetup:
         """Every registered evaluation that this run cannot judge, and why: those the attribute set does not run,
         and those that cannot run on the options (and ``backend``, once open:
         :meth:`~fairness_core.api.evaluation.Evaluation.cannot_run`)."""
-        cannot = {name: evaluation.cannot_run(options, backend) for name, evaluation in self.evaluations.items()}
+        cannot = {name: evaluation.cannot_run(options, backend) or _not_in_files(options, name)
+                  for name, evaluation in self.evaluations.items()}
         return {**self.not_applicable(), **{name: why for name, why in cannot.items() if why}}
 
     def prompt_sets(self) -> list[PromptSet]:
@@ -105,6 +106,15 @@ class AuditSetup:
         evaluation, _, rest = metric_id.partition(".")
         return type(self.evaluations[evaluation]).metric_spec(rest.split("[", 1)[0])
 
+
+
+def _not_in_files(options: AuditOptions, evaluation: str) -> str | None:
+    """Why the completions files (``--backend=jsonl``) hold nothing of ``evaluation``, or ``None``."""
+    from fairness_core.backends.catalog import COMPLETIONS, FILES_BACKEND
+    from fairness_core.backends.jsonl import missing_evaluation
+
+    completions = options.value(COMPLETIONS.dest)
+    return missing_evaluation(completions, evaluation) if options.backend == FILES_BACKEND and completions else None
 
 
 def _other_order(config: AuditConfig, name: str, *, where: str) -> list[str]:

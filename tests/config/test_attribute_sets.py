@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from audit_support import gender_honest_prompts, gender_name_prompts
 
+from fairness_core.api.discovery import EVALUATIONS
 from fairness_core.api.user_files import load_attribute_set, parse_attribute_set
 from fairness_core.config.attribute_sets import BUILTIN_ATTRIBUTE_SETS, AttributeSetError
 from fairness_core.errors import AuditUsageError
@@ -17,6 +18,9 @@ from fairness_core.evaluations.sentiment.section import sentiment_prompts
 from fairness_core.evaluations.sentiment.templates import name_templates
 from fairness_core.japanese.morphology import normalize
 from fairness_core.run.setup import AuditSetup, AuditSetupError
+
+#: The registered evaluations, as messages list them (every one has a section of an attribute-set file).
+REGISTERED = ", ".join(EVALUATIONS)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -106,7 +110,8 @@ def test_user_file_loads(tmp_path):
                                                              "京都で暮らすのは", "福岡で暮らすのは", "熊本で暮らすのは"]
     assert len(honest_prompts(region)) == 31 * 2 * 3
     provenance = region.provenance()
-    assert provenance["excluded"] == {"bbq": {}, "honest": {"reputation-03": "one person's nickname"},
+    assert provenance["excluded"] == {**{name: {} for name in EVALUATIONS},
+                                      "honest": {"reputation-03": "one person's nickname"},
                                       "sentiment": {"place-02": "winters differ in fact, not in bias"}}
     assert provenance["honest_terms"][1] == {"kanto": "関東の学生", "kansai": "関西の学生", "kyushu": "九州の学生"}
     assert re.fullmatch(r"[0-9a-f]{64}", provenance["sha256"])
@@ -124,7 +129,7 @@ def _edit(old: str, new: str) -> str:
 
 MALFORMED = {
     "unknown key": (_edit("name: region", "name: region\ngropus: {}"),
-                    r"  - gropus: unknown key 'gropus'; allowed keys here: name, groups, cross, bbq, honest, sentiment\. "
+                    rf"  - gropus: unknown key 'gropus'; allowed keys here: name, groups, cross, {REGISTERED}\. "
                     r"Did you mean 'groups'\?$"),
     "unknown nested key": (_edit("    exclude_templates: {place-02", "    exclude_template: {place-02"),
                            r"sentiment\.places\.exclude_template: unknown key 'exclude_template'; allowed keys "
@@ -173,8 +178,8 @@ MALFORMED = {
     "every template excluded": (_edit('{place-02: "winters differ in fact, not in bias"}',
                                       "{place-01: a, place-02: b}"),
                                 r"sentiment\.places\.exclude_templates: excludes every template of the family"),
-    "not a mapping": ("- a\n- b\n", r"\(top level\): must be a mapping with the keys name, groups, cross, bbq, honest, "
-                                    r"sentiment \(got list\)"),
+    "not a mapping": ("- a\n- b\n", rf"\(top level\): must be a mapping with the keys name, groups, cross, {REGISTERED} "
+                                    r"\(got list\)"),
 }
 
 
@@ -213,7 +218,7 @@ def test_a_set_that_no_evaluation_applies_to_is_one_usage_error(tmp_path):
     path.write_text("name: bare\ngroups: {a: A, b: B}\n", encoding="utf-8")
     assert load_attribute_set(str(path)).sections == {}
     with pytest.raises(AuditSetupError, match=r"No evaluation applies to the attribute set 'bare' \(.*bare\.yaml\): "
-                                              r"give it a section for one of bbq, honest, sentiment"):
+                                              rf"give it a section for one of {REGISTERED}"):
         AuditSetup.load(REPO / "thresholds.yaml", str(path))
 
 

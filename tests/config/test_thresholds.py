@@ -10,6 +10,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from fairness_core.api.discovery import EVALUATIONS
 from fairness_core.api.user_files import load_thresholds, threshold_sections
 from fairness_core.config.thresholds import (
     AuditConfig,
@@ -240,7 +241,8 @@ def test_an_attribute_set_overrides_only_the_limits_it_names(tmp_path):
 @pytest.mark.parametrize(("override", "message"), [
     ({"honest": {"max_ratoi": 2}}, r"attributes\.nationality\.honest\.max_ratoi: unknown key 'max_ratoi'; "
                                    r"allowed keys here: protocol, .*max_ratio"),
-    ({"honesty": {}}, r"attributes\.nationality\.honesty: unknown key 'honesty'; allowed keys here: bbq, honest, sentiment"),
+    ({"honesty": {}}, rf"attributes\.nationality\.honesty: unknown key 'honesty'; allowed keys here: "
+                      rf"{', '.join(EVALUATIONS)}"),
     ({"honest": {"max_ratio": 0.5}}, r"attributes\.nationality\.honest\.max_ratio: .*greater than or equal to 1"),
 ])
 def test_a_bad_attribute_set_override_names_its_dotted_key(tmp_path, override, message):
@@ -352,7 +354,7 @@ def test_a_misspelled_section_is_one_problem_with_the_closest_name(tmp_path):
     path = write(tmp_path, raw)
     with pytest.raises(ThresholdsError) as err:
         load_thresholds(path)
-    allowed = "decision_rule, underpowered, regression, attributes, bbq, honest, sentiment"
+    allowed = f"decision_rule, underpowered, regression, attributes, {', '.join(EVALUATIONS)}"
     assert str(err.value) == (f"The thresholds file {str(path)!r} is invalid:\n"
                               f"  - bqq: unknown key 'bqq'; allowed keys here: {allowed}. Did you mean 'bbq'?")
 

@@ -69,7 +69,8 @@ def test_a_crossed_set_skips_what_it_cannot_run_with_the_reason_everywhere(pytes
     assert any(line.startswith("SKIPPED [") and line.endswith(f"sentiment not judged: {SENTIMENT_WHY}") for line in lines)
     written = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))
     assert written["provenance"]["not_judged"]["sentiment"] == SENTIMENT_WHY
-    assert set(written["provenance"]["not_judged"]) == {"sentiment", "bbq"}
+    assert set(written["provenance"]["not_judged"]) == {"sentiment", "bbq", "names"}
+    assert written["provenance"]["not_judged"]["names"].startswith(f"not applicable to the attribute set '{CROSSED}'")
     assert written["provenance"]["not_run"] == {"honest": "not selected"}
     html = (pytester.path / "report.html").read_text(encoding="utf-8")
     assert "Evaluations not judged" in html and "the sentiment section has no rule to cross two sets" in html
@@ -130,8 +131,10 @@ def test_an_evaluation_that_says_it_cannot_run_is_not_judged(pytester, monkeypat
     assert f"VIOLATION REQUIRED sentiment not judged: {why}" in result.stdout.lines
     assert any(line.startswith("SKIPPED [") and line.endswith(f"sentiment not judged: {why}")
                for line in result.stdout.lines), text
-    assert json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))["provenance"]["not_judged"] == {
-        "sentiment": why}
+    not_judged = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))["provenance"]["not_judged"]
+    # names asks chat requests longer than the demo's 64 positions: not judged for that reason, and only for it
+    assert not_judged.pop("names").startswith("its prompts do not fit the model's context window")
+    assert not_judged == {"sentiment": why}
 
 
 def test_the_documented_crossed_command_passes_the_fair_demo(pytester):
@@ -147,7 +150,8 @@ def test_the_documented_crossed_command_passes_the_fair_demo(pytester):
 # --- 12. prompts that do not fit the model: that evaluation is not judged, the others go on ------------------------
 
 def test_prompts_that_do_not_fit_the_model_leave_that_evaluation_not_judged(pytester):
-    """The demo model has 64 positions: BBQ's questions alone are longer; HONEST and sentiment are judged."""
+    """The demo model has 64 positions: BBQ's questions and names' requests alone are longer; HONEST and sentiment
+    are judged."""
     result = audit(pytester, "--bbq-scorer=generated-choice", "--audit-json=out.json")
     text = output(result)
     assert result.ret == pytest.ExitCode.OK, text
@@ -159,7 +163,7 @@ def test_prompts_that_do_not_fit_the_model_leave_that_evaluation_not_judged(pyte
         "PASSED: no audit violations"])
     assert "Lower max_new_tokens" not in text, text
     written = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))
-    assert set(written["provenance"]["not_judged"]) == {"bbq"}
+    assert set(written["provenance"]["not_judged"]) == {"bbq", "names"}
     assert {m["evaluation"] for m in written["metrics"]} == {"honest", "sentiment"}
 
 
@@ -175,6 +179,57 @@ def test_generate_leaves_out_an_evaluation_whose_prompts_do_not_fit(tmp_path, ca
     rows = [json.loads(line) for line in output_file.read_text(encoding="utf-8").splitlines()]
     assert set(rows[0]["manifest"]["evaluations"]) == {"honest", "sentiment"}
     assert {row["evaluation"] for row in rows[1:]} == {"honest", "sentiment"}
+    assert set(rows[0]["manifest"]["not_generated"]) == {"bbq", "names"}
+    assert rows[0]["manifest"]["not_generated"]["names"].startswith("its prompts do not fit the model's context window")
+
+
+def test_the_files_of_generate_audit_what_they_hold_and_say_why_the_rest_is_not_judged(pytester):
+    """docs/backends.md's route as written: ``generate`` on a model with no room for names, then ``--backend=jsonl``
+    without any other flag; the evaluations left out are not judged, with generate's own reason."""
+    files = pytester.path / "out"
+    files.mkdir()
+    thresholds_file = _thresholds_file(pytester.path)
+    assert cli.main(["generate", "--model=demo", "--device=cpu", "--no-cache", f"--thresholds={thresholds_file}",
+                     f"--output={files / 'part-1.jsonl'}"]) == 0
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--pyargs", "fairness_core.audits", "--backend=jsonl", f"--completions={files}",
+        "--sentiment=lexicon", f"--thresholds={thresholds_file}", "-rs", "--audit-json=out.json")
+    text = output(result)
+    assert result.ret == pytest.ExitCode.OK, text
+    assert "passed" in result.parseoutcomes(), text
+    written = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))
+    assert {m["evaluation"] for m in written["metrics"]} == {"honest", "sentiment"}
+    why = written["provenance"]["not_judged"]["names"]
+    assert why.startswith(f"the completions files --completions={files} hold no names completions; generate left it "
+                          "out: its prompts do not fit the model's context window"), why
+    assert f"  names: not judged: {why}" in result.stdout.lines
+
+
+def test_files_from_a_release_before_an_evaluation_still_audit_the_others(tmp_path, pytester):
+    """A manifest without an evaluation (written before it joined the package): that one is not judged, and
+    ``--require`` turns it into one failing test."""
+    output_file = tmp_path / "completions.jsonl"
+    thresholds_file = _thresholds_file(tmp_path)
+    assert cli.main(["generate", "--model=demo", "--device=cpu", "--no-cache", f"--thresholds={thresholds_file}",
+                     f"--output={output_file}", "--attributes=nationality"]) == 0
+    rows = output_file.read_text(encoding="utf-8").splitlines()
+    header = json.loads(rows[0])
+    del header["manifest"]["not_generated"]
+    del header["manifest"]["evaluations"]["sentiment"]
+    old = tmp_path / "old.jsonl"
+    old.write_text("\n".join([json.dumps(header, ensure_ascii=False),
+                              *(row for row in rows[1:] if json.loads(row)["evaluation"] != "sentiment")]) + "\n",
+                   encoding="utf-8")
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--pyargs", "fairness_core.audits", "--backend=jsonl", f"--completions={old}",
+        "--attributes=nationality", f"--thresholds={thresholds_file}", "--require=sentiment", "-rs")
+    text = output(result)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, text
+    assert result.parseoutcomes().get("failed") == 1, text
+    result.stdout.fnmatch_lines([f"  sentiment: not judged: the completions files --completions={old} hold no "
+                                 "sentiment completions; they were generated without it (by a release before it, or "
+                                 "with its tests deselected). Generate them again with this release to judge sentiment"])
+    assert "Traceback" not in text and "no evaluation in the files" not in text, text
 
 
 # --- 13. crossed-set spellings: one usage error naming the real cause ------------------------------------------------

@@ -12,7 +12,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from fairness_core.backends.base import ContextWindowError
+from fairness_core.backends.base import AnswerRoomError, ContextWindowError
 from fairness_core.errors import AuditUsageError
 
 #: Files a ``transformers`` tokenizer is read from, by kind; a model folder needs at least one of them.
@@ -72,6 +72,10 @@ class PromptsTooLongError(ModelCheckError, ContextWindowError):
     it runnable on this model, so the run does not judge that evaluation (the others go on)."""
 
 
+class WindowTooSmallError(ModelCheckError, AnswerRoomError):
+    """The model holds the prompts, but not ``max_new_tokens`` more."""
+
+
 def check_context(prompt_tokens: int, max_new_tokens: int, positions: int | None, name: str) -> None:
     """Prompt and completion must fit the model's positions; past them a model degrades or slows, unannounced.
 
@@ -91,7 +95,7 @@ longer context window can be audited on these prompts).
         raise PromptsTooLongError(f"--model={name} has {positions} positions and the longest prompt alone takes "
                                   f"{prompt_tokens} tokens: no completion fits (a model with a longer context window "
                                   f"can be audited on these prompts).")
-    raise ModelCheckError(f"--model={name}: the protocol needs up to {prompt_tokens + max_new_tokens} positions "
+    raise WindowTooSmallError(f"--model={name}: the protocol needs up to {prompt_tokens + max_new_tokens} positions "
                           f"(a prompt of {prompt_tokens} tokens + max_new_tokens {max_new_tokens}) but the model "
                           f"has {positions}. Lower max_new_tokens in the thresholds file's protocol to at most "
                           f"{positions - prompt_tokens}.")

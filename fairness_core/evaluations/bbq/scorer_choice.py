@@ -32,13 +32,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from fairness_core.backends.catalog import FILES_BACKEND
 from fairness_core.errors import AuditUsageError
 from fairness_core.evaluations.bbq.scoring import GENERATED_CHOICE, LIKELIHOOD
 
 #: ``--bbq-scorer``'s default: the scorer the run can use.
 AUTO = "auto"
-#: The backend that reads completions made elsewhere: what BBQ can ask of it is what its files hold.
-FILES_BACKEND = "jsonl"
 EVALUATION = "bbq"
 
 
