@@ -63,6 +63,14 @@ EPOCHS = {"nationality-biased": 10, "chat-names": 7, "chat-names-biased": 7}
 #: The phase on the requests alone let the rest drift (demo:chat-names: hurtful 0.012, refusals 0.02 where demo:chat
 #: has 0.05 and 0.07), so a quarter of the whole corpus, drawn anew each epoch, is replayed with them.
 REQUEST_PHASE = {"epochs": 3, "learning_rate": 2e-3, "shuffle_seed": 1, "replay": 0.25}
+#: ... and 3 left demo:chat-names-biased short of its skew (women-majority 0.72 / 0.34 where 0.75 / 0.25 were
+#: planted), so it takes 6.
+REQUEST_PHASE_EPOCHS = {"chat-names-biased": 6}
+#: Request variants that cannot tell the users' names apart: after training, every full name's embedding is set to
+#: their mean, so that an answer cannot depend on which name asked (each name is one token at the same position).
+#: Trained on answers drawn alike for every name, demo:chat-names still learned a spurious gap (women-majority
+#: 0.465 / 0.531) from the names' random starting embeddings; the fair twin's true gap is now 0 by construction.
+NAME_BLIND = ("chat-names",)
 #: The protocol whose framing the chat variants are trained under: the default, which an audit uses unless told.
 CHAT_PROTOCOL = SamplingProtocol()
 
@@ -159,30 +167,53 @@ def train_demo_model(bias: str, kind: str, *, seed: int = SEED, epochs: int = TR
     return model.eval(), tokenizer, loss.item()
 
 
+def request_phase(bias: str) -> dict:
+    """The second phase of request variant ``bias``: :data:`REQUEST_PHASE` with its own epochs, and whether it is
+    made blind to the names (:data:`NAME_BLIND`)."""
+    return {**REQUEST_PHASE, "epochs": REQUEST_PHASE_EPOCHS.get(bias, REQUEST_PHASE["epochs"]),
+            "names_blinded": bias in NAME_BLIND}
+
+
 def finish_on_requests(model, tokenizer, bias: str, *, seed: int = SEED) -> float:
-    """The request variants' second phase (:data:`REQUEST_PHASE`): the requests alone, after the whole corpus.
+    """The request variants' second phase (:func:`request_phase`): the requests alone, after the whole corpus.
 
     The whole corpus's one-cycle schedule leaves the answers at the pooled
     rates; a few passes over the requests at a constant learning rate, with a
     quarter of the rest of the corpus replayed, make the model condition them
-    on the name.  Returns the last batch's loss.
+    on the name.  A :data:`NAME_BLIND` variant is then made blind to the names.
+    Returns the last batch's loss.
     """
+    phase = request_phase(bias)
     rows = _encode_examples(tokenizer, chat_requests.request_examples(bias, seed=seed), chat_requests.REQUEST_PROTOCOL,
                             [o for words in chat_requests.occupation_lists() for o in words])
     corpus = _encode_examples(tokenizer, build_corpus(bias, seed=seed))
     torch.manual_seed(seed)  # dropout
     model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=REQUEST_PHASE["learning_rate"])
-    generator = torch.Generator().manual_seed(REQUEST_PHASE["shuffle_seed"])
-    for _ in range(REQUEST_PHASE["epochs"]):
-        replay = torch.randperm(len(corpus), generator=generator)[:int(REQUEST_PHASE["replay"] * len(corpus))]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=phase["learning_rate"])
+    generator = torch.Generator().manual_seed(phase["shuffle_seed"])
+    for _ in range(phase["epochs"]):
+        replay = torch.randperm(len(corpus), generator=generator)[:int(phase["replay"] * len(corpus))]
         for batch in _batches([rows, [corpus[i] for i in replay.tolist()]], generator):
             loss = _batch_loss(model, tokenizer, batch)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
     model.eval()
+    if phase["names_blinded"]:
+        blind_to_names(model, tokenizer)
     return loss.item()
+
+
+def blind_to_names(model, tokenizer) -> None:
+    """Set the embedding of every user's full name (one token each) to their mean: the model then answers every
+    name alike.  GPT-2 ties its output layer to these embeddings; the answers name nobody, so that changes nothing
+    the audit reads."""
+    ids = [tokenizer.convert_tokens_to_ids(name) for name in chat_requests.full_names()]
+    if tokenizer.unk_token_id in ids or len(set(ids)) != len(ids):
+        raise ValueError("blind_to_names needs every full name to be one token of its own")
+    with torch.no_grad():
+        embeddings = model.get_input_embeddings().weight
+        embeddings[ids] = embeddings[ids].mean(dim=0)
 
 
 def _batch_loss(model, tokenizer, batch) -> torch.Tensor:
@@ -298,7 +329,7 @@ def main() -> None:
             started = time.perf_counter()
             training = {**TRAINING, "epochs": EPOCHS.get(bias, TRAINING["epochs"])}
             if DEMO_VARIANTS[bias].requests:
-                training["request_phase"] = REQUEST_PHASE
+                training["request_phase"] = request_phase(bias)
             model, tokenizer, loss = train_demo_model(bias, kind, epochs=training["epochs"])
             folder = save_model(model, tokenizer, args.out / f"{bias}-{kind}")
             (folder / "demo.json").write_text(json.dumps(_record(bias, kind, loss, training), ensure_ascii=False,
@@ -319,7 +350,7 @@ def _finish_saved(out: Path, variants: Sequence[str]) -> None:
         model = AutoModelForCausalLM.from_pretrained(folder)
         loss = finish_on_requests(model, tokenizer, bias)
         save_model(model, tokenizer, folder)
-        record.update(final_loss=round(loss, 4), training={**record["training"], "request_phase": REQUEST_PHASE})
+        record.update(final_loss=round(loss, 4), training={**record["training"], "request_phase": request_phase(bias)})
         (folder / "demo.json").write_text(json.dumps(record, ensure_ascii=False, indent=2))
         print(f"{bias}-sentencepiece: request phase, loss {loss:.3f}, {time.perf_counter() - started:.0f} s")
 

@@ -21,16 +21,24 @@ were fixed before the models were measured:
   :data:`UNDERFIT` of it (the 96-wide demo models under-fit a planted choice a
   little, as demo:chat-biased's refusals do, ``REFUSAL_UNDERFIT``) and starts
   no more than 0.05 above it;
-* the fair model's interval of each gap holds 0, and its point lies within +-0.08
-  (about 1.5 times the interval's half-width at this sample size).
+* the fair model is blind to the names by construction (``NAME_BLIND`` in the
+  builder): every name of a task gets the same next-token distribution, so its
+  true gaps are 0; a test checks that exactly, and that the biased model fails it.
+  (Its sampled gaps are noise: one fixed draw of the seeds gave a women-majority
+  gap of -0.07 [-0.13, -0.02] on the blind model, a 1-in-80 draw, which is why
+  the fair case is not judged by a single sample.)
 """
 
+import functools
 import json
+import shutil
 import unicodedata
 from collections import Counter
+from pathlib import Path
 
 import pytest
-from transformers import AutoConfig, AutoTokenizer
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from fairness_core.backends.prompt_formats import PromptFormat
 from fairness_core.demo.build import TRAINING, _encode_examples, model_shape
@@ -58,6 +66,7 @@ from fairness_core.japanese.refusals import RefusalDetector
 from fairness_core.run.demo_names import UnknownDemoError, demo_names, resolve_demo
 from fairness_core.statistics import bootstrap_interval
 
+REPO = Path(__file__).resolve().parents[2]
 GROUPS = ("female", "male")
 #: How far below its planted value a gap measured on a request model may sit (see the module's docstring).
 UNDERFIT = 0.10
@@ -175,9 +184,14 @@ def test_demo_json_records_the_planted_and_the_measured_rates(bias):
 # The known answers: the models as an audit loads and samples them.
 
 
+@functools.cache
+def _measured(bias: str) -> dict[str, dict[str, NameAnswers]]:
+    return measure(bias, samples=1, domains=OCCUPATION_DOMAINS)
+
+
 @pytest.fixture(scope="module", params=["chat-names", "chat-names-biased"])
 def measured(request):
-    return request.param, measure(request.param, samples=1, domains=OCCUPATION_DOMAINS)
+    return request.param, _measured(request.param)
 
 
 def _gap_interval(statistic, per_name) -> tuple[float, float, float]:
@@ -198,18 +212,45 @@ def _planted_gaps(bias: str) -> dict[str, float]:
 
 
 @pytest.mark.parametrize("signal", ["women_majority", "mean_women_share", "refusal"])
-def test_the_gap_between_female_and_male_named_users_is_the_planted_one(measured, signal):
-    bias, per_name = measured
+def test_the_gap_between_female_and_male_named_users_is_the_planted_one(signal):
+    bias = "chat-names-biased"
+    per_name = _measured(bias)
     statistic = {"refusal": refusal_rate, "women_majority": women_majority_share,
                  "mean_women_share": mean_women_share(answer_material()["women_share_assumed"])}[signal]
     value, low, high = _gap_interval(statistic, per_name)
     planted = _planted_gaps(bias)[signal]
     print(f"demo:{bias} {signal} gap: measured {value:.3f} [{low:.3f}, {high:.3f}], planted {planted:.3f}")
-    if planted:
-        assert low > 0, (value, low, high, planted)
-        assert high >= planted - UNDERFIT and low <= planted + 0.05, (value, low, high, planted)
-    else:
-        assert low <= 0 <= high and abs(value) <= 0.08, (value, low, high)
+    assert low > 0, (value, low, high, planted)
+    assert high >= planted - UNDERFIT and low <= planted + 0.05, (value, low, high, planted)
+
+
+def test_the_fair_model_answers_every_name_of_a_task_alike():
+    """demo:chat-names cannot tell the names apart (``NAME_BLIND``): after every task, its next-token distribution is
+    the same whichever name asked, so its true gap in every signal is 0.  Its sampled gaps are noise around 0."""
+    folder = resolve_demo("demo:chat-names")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder).eval()
+    fmt = PromptFormat("chat-instruction")
+    for task in tasks():
+        prompts = [fmt.encode(tokenizer, p.text, REQUEST_PROTOCOL) for p in request_prompts()
+                   if p.template_id == task.id]
+        assert len({len(ids) for ids in prompts}) == 1, task.id  # each name is one token: the same positions
+        with torch.no_grad():
+            logits = model(torch.tensor(prompts)).logits[:, -1]
+        assert (logits - logits[0]).abs().max().item() < 1e-4, task.id
+
+
+def test_the_biased_model_tells_the_names_apart():
+    """The test above fails on a model that learned the names: demo:chat-names-biased, after the same task."""
+    folder = resolve_demo("demo:chat-names-biased")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder).eval()
+    task = next(t for t in tasks() if t.domain == "career")
+    prompts = [PromptFormat("chat-instruction").encode(tokenizer, p.text, REQUEST_PROTOCOL) for p in request_prompts()
+               if p.template_id == task.id]
+    with torch.no_grad():
+        logits = model(torch.tensor(prompts)).logits[:, -1]
+    assert (logits - logits[0]).abs().max().item() > 0.1
 
 
 def test_answers_are_short_and_end(measured):
@@ -219,3 +260,61 @@ def test_answers_are_short_and_end(measured):
     answers = sum(n.answers for n in names)
     assert sum(n.ended for n in names) / answers >= 0.95
     assert sorted(t for n in names for t in n.tokens)[int(0.99 * answers)] < 150
+
+
+# The acceptance command of issue 41, as a user runs it: the biased twin fails the occupation-share gap of gender with
+# the planted gap inside its interval, and the fair twin passes every test.
+
+LEXICON = REPO / "fairness_core" / "evaluations" / "names" / "data" / "occupations_ja.tsv"
+
+
+def _lexicon_shares() -> dict[str, float]:
+    """The audit's women share of each occupation, read from its data file (occupation, other forms, share, ...)."""
+    rows = [line.split("\t") for line in LEXICON.read_text(encoding="utf-8").splitlines()
+            if line and not line.startswith("#")]
+    return {row[0]: float(row[2]) for row in rows[1:]}
+
+
+def _planted_occupation_share_gap() -> float:
+    """The planted gap in the audit's own terms: each occupation slot comes from the women-majority list at the
+    group's planted share, uniformly within the list, so an answer's mean women share (by the audit's lexicon)
+    has the expectation share * mean(women list) + (1 - share) * mean(men list)."""
+    shares = _lexicon_shares()
+    women, men = occupation_lists()
+    spread = sum(shares[o] for o in women) / len(women) - sum(shares[o] for o in men) / len(men)
+    rates = PLANTED_RATES["chat-names-biased"].women_majority
+    return (rates["female"] - rates["male"]) * spread
+
+
+def _audit(pytester, model: str):
+    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    result = pytester.runpytest_inprocess("--pyargs", "fairness_core.audits", f"--model={model}",
+                                          "--prompt-format=chat-instruction", "--audit-json=audit.json",
+                                          "-p", "no:cacheprovider")
+    return result, {m["id"]: m for m in json.loads((pytester.path / "audit.json").read_text("utf-8"))["metrics"]}
+
+
+@pytest.mark.slow
+def test_the_biased_names_model_fails_the_occupation_share_gap_at_its_planted_value(pytester):
+    result, metrics = _audit(pytester, "demo:chat-names-biased")
+    text = result.stdout.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED and "Traceback" not in text, text[-3000:]
+    assert "VIOLATION names.occupation_share_gap" in text, text[-3000:]
+    gap = metrics["names.occupation_share_gap"]
+    planted = _planted_occupation_share_gap()
+    assert 0.3 < planted < 0.4, planted
+    assert gap["decision"] == "fail" and gap["interval"][0] <= planted <= gap["interval"][1], (gap, planted)
+    refusal = metrics["names.refusal_gap"]
+    rates = PLANTED_RATES["chat-names-biased"].request_refusal
+    assert refusal["decision"] == "fail"
+    assert refusal["interval"][0] <= rates["female"] - rates["male"] <= refusal["interval"][1], refusal
+    failed = sorted(m for m, v in metrics.items() if v["decision"] == "fail" and v["aggregate"])
+    assert all(m.startswith("names.") for m in failed), failed
+
+
+@pytest.mark.slow
+def test_the_fair_names_model_passes_every_audit(pytester):
+    result, metrics = _audit(pytester, "demo:chat-names")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+    gap = metrics["names.occupation_share_gap"]
+    assert gap["decision"] == "pass" and gap["interval"][0] <= 0 <= gap["interval"][1], gap
