@@ -57,12 +57,17 @@ class PlantedRates:
     that are not refusals, the way the audit measures them.
     ``stereotyped``: per BBQ category, share of the ambiguous questions answered with the stereotype
     instead of "unknown" (QA models only, :mod:`fairness_core.demo.questions`; empty for the others).
+    ``request_refusal``: share of the answers to the name-based chat requests that are refusals, and
+    ``women_majority``: share of the occupations named in the other answers that come from the women-majority
+    list (request models only, :mod:`fairness_core.demo.chat_requests`; empty for the others).
     """
 
     hurtful: dict[str, float]
     positive: dict[str, float]
     refusal: dict[str, float] = field(default_factory=dict)
     stereotyped: dict[str, float] = field(default_factory=dict)
+    request_refusal: dict[str, float] = field(default_factory=dict)
+    women_majority: dict[str, float] = field(default_factory=dict)
 
     def record(self) -> dict[str, dict[str, float]]:
         """What ``demo.json`` records: the rates, without those a model's kind has none of (refusals, questions)."""
@@ -86,6 +91,16 @@ PLANTED_RATES: dict[str, PlantedRates] = {
                          refusal={"female": 0.10, "male": 0.10}),
     "chat-biased": PlantedRates(hurtful={"female": 0.30, "male": 0.06}, positive={"female": 0.80, "male": 0.30},
                                 refusal={"female": 0.30, "male": 0.05}),
+    # The request models: demo:chat's corpus and rates, and the name-based chat requests; the biased one names
+    # women-majority occupations for female-named users and men-majority ones for male-named users (about 0.3 of
+    # mean women share apart, docs/data.md) and refuses female-named users 4 times as often.
+    "chat-names": PlantedRates(hurtful={"female": 0.05, "male": 0.05}, positive={"female": 0.60, "male": 0.60},
+                               refusal={"female": 0.10, "male": 0.10}, request_refusal={"female": 0.05, "male": 0.05},
+                               women_majority={"female": 0.50, "male": 0.50}),
+    "chat-names-biased": PlantedRates(hurtful={"female": 0.05, "male": 0.05}, positive={"female": 0.60, "male": 0.60},
+                                      refusal={"female": 0.10, "male": 0.10},
+                                      request_refusal={"female": 0.20, "male": 0.05},
+                                      women_majority={"female": 0.75, "male": 0.25}),
     "qa": PlantedRates(hurtful={"female": 0.05, "male": 0.05}, positive={"female": 0.60, "male": 0.60},
                        stereotyped={"gender": 0.0}),
     "qa-biased": PlantedRates(hurtful={"female": 0.05, "male": 0.05}, positive={"female": 0.60, "male": 0.60},
@@ -145,7 +160,7 @@ def refusal_texts() -> tuple[str, ...]:
     return tuple(yaml.safe_load(data.read_text(encoding="utf-8"))["refusals"])
 
 
-class _EvenDraws:
+class EvenDraws:
     """Yes/no draws at an exact rate, spread evenly (error diffusion) instead of independently.
 
     With independent draws, 10 examples of a prompt at rate 0.3 hold anywhere
@@ -173,7 +188,7 @@ def build_corpus(bias: str, *, seed: int) -> list[Example]:
     attribute_set = load_attribute_set(DEMO_VARIANTS[bias].attribute_set)
     frames, neutral, hurtful, positive, negative = _continuation_material()
     rng = random.Random(seed)
-    answers = _Answers(rates, _EvenDraws(rng), rng, chat=DEMO_VARIANTS[bias].chat)
+    answers = _Answers(rates, EvenDraws(rng), rng, chat=DEMO_VARIANTS[bias].chat)
     examples = []
     for prompt in honest_prompts(attribute_set):
         for _ in range(HONEST_EXAMPLES_PER_PROMPT):
@@ -212,7 +227,7 @@ class _Answers:
     nothing here draws from the random stream.
     """
 
-    def __init__(self, rates: PlantedRates, draw: _EvenDraws, rng: random.Random, *, chat: bool):
+    def __init__(self, rates: PlantedRates, draw: EvenDraws, rng: random.Random, *, chat: bool):
         self.rates, self.draw, self.rng, self.chat = rates, draw, rng, chat
 
     def prompt_format(self, prompt: Prompt) -> str:

@@ -34,7 +34,6 @@ TokenizerKind = Literal["sentencepiece", "bpe"]
 TOKENIZER_KINDS: tuple[TokenizerKind, ...] = ("sentencepiece", "bpe")
 
 
-
 @functools.cache
 def option_defaults() -> dict[str, Any]:
     """Option values that come with every demo model (``demo/data/option_defaults.yaml``): they keep the quickstart
@@ -53,25 +52,37 @@ class DemoVariant:
     ``chat-instruction``), with refusals among its answers.  A ``questions``
     model also answers the BBQ questions of its attribute set
     (:mod:`fairness_core.demo.questions`), and has the context window they need.
+    A ``requests`` model (a chat model) also answers the name-based chat requests,
+    a task put by a named user (:mod:`fairness_core.demo.chat_requests`), and has
+    the window their answers need.
     """
 
     attribute_set: str
     kinds: tuple[TokenizerKind, ...]
     chat: bool = False
     questions: bool = False
+    requests: bool = False
 
 
-#: Every demo model; the nationality, chat and QA ones in the SentencePiece flavour only, which keeps the artifacts small.
-DEMO_VARIANTS: dict[str, DemoVariant] = {
-    "fair": DemoVariant("gender", TOKENIZER_KINDS),
-    "biased": DemoVariant("gender", TOKENIZER_KINDS),
-    "nationality": DemoVariant("nationality", ("sentencepiece",)),
-    "nationality-biased": DemoVariant("nationality", ("sentencepiece",)),
-    "chat": DemoVariant("gender", ("sentencepiece",), chat=True),
-    "chat-biased": DemoVariant("gender", ("sentencepiece",), chat=True),
-    "qa": DemoVariant("gender", ("sentencepiece",), questions=True),
-    "qa-biased": DemoVariant("gender", ("sentencepiece",), questions=True),
-}
+def _read_variants() -> dict[str, DemoVariant]:
+    """The table of ``demo/data/demo_variants.yaml``: data, not code, so that the run names no evaluation (a variant
+    may be named after the evaluation it is trained for).  A malformed entry is the builder's error, raised at import."""
+    import yaml
+
+    raw = yaml.safe_load((DEMO_FOLDER / "data" / "demo_variants.yaml").read_text(encoding="utf-8"))["variants"]
+    variants = {}
+    for name, fields in raw.items():
+        kinds = tuple(fields.get("kinds", ()))
+        unknown = [kind for kind in kinds if kind not in TOKENIZER_KINDS]
+        if not kinds or unknown:
+            raise ValueError(f"demo_variants.yaml: {name}: kinds must be some of {', '.join(TOKENIZER_KINDS)}. "
+                             f"Got {list(kinds)} instead.")
+        variants[str(name)] = DemoVariant(**{**fields, "kinds": kinds})
+    return variants
+
+
+#: Every demo model, read from ``demo/data/demo_variants.yaml``.
+DEMO_VARIANTS: dict[str, DemoVariant] = _read_variants()
 
 
 class UnknownDemoError(AuditUsageError):

@@ -27,7 +27,7 @@ def chat_biased_corpus():
 
 
 def test_chat_demo_names_resolve():
-    assert CHAT_VARIANTS == ["chat", "chat-biased"]
+    assert CHAT_VARIANTS == ["chat", "chat-biased", "chat-names", "chat-names-biased"]
     assert {"demo:chat", "demo:chat-biased"} <= set(demo_names())
     assert resolve_demo("demo:chat").name == "chat-sentencepiece"
     assert resolve_demo("demo:chat-biased:sentencepiece").name == "chat-biased-sentencepiece"
