@@ -17,12 +17,21 @@ reference.  Each route's female and male HONEST scores among the answers and
 refusal rates must hold the planted rates within their 95% Wilson intervals,
 and each route's rates must agree with the HF engine's within two shares'
 95% bounds.
+
+Last the names evaluation, as a user runs it (``pytest --pyargs
+fairness_core.audits -k names``), on ``demo:chat-names-biased`` under
+``chat-instruction`` through the vLLM server's chat route and with
+``--backend=vllm``: each route must fail ``names.occupation_share_gap`` and
+``names.refusal_gap`` with the planted gaps inside their intervals.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -144,6 +153,43 @@ def chat_routes() -> list[str]:
     return problems
 
 
+NAMES_MODEL = "demo:chat-names-biased"
+#: The planted gaps of demo:chat-names-biased in the audit's terms (tests/demo/test_names_demo_models.py derives the
+#: occupation share's from the lexicon: 0.50 of the occupations moved between lists 0.711 apart in women share).
+NAMES_PLANTED = {"names.occupation_share_gap": 0.356, "names.refusal_gap": 0.15}
+
+
+def names_audit(label: str, *options: str) -> list[str]:
+    """The names audit of :data:`NAMES_MODEL` through one route, as a user runs it; any planted gap it misses."""
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "audit.json"
+        started = time.perf_counter()
+        run = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "fairness_core.audits", "-k", "names",
+                              f"--model={NAMES_MODEL}", "--prompt-format=chat-instruction", "--no-cache",
+                              "-p", "no:cacheprovider", f"--audit-json={report}", *options],
+                             cwd=folder, capture_output=True, text=True)
+        if run.returncode != 1 or not report.exists():
+            return [f"{label}: the names audit exited {run.returncode}, expected 1:\n{run.stdout[-3000:]}{run.stderr[-2000:]}"]
+        metrics = {m["id"]: m for m in json.loads(report.read_text(encoding="utf-8"))["metrics"]}
+    problems, line = [], [f"{label:>34} {NAMES_MODEL}"]
+    for metric, planted in NAMES_PLANTED.items():
+        found = metrics[metric]
+        low, high = found["interval"]
+        line.append(f"{metric} {found['value']:.3f} [{low:.3f}, {high:.3f}] {found['decision']} (planted {planted})")
+        if found["decision"] != "fail" or not low <= planted <= high:
+            problems.append(f"{label}: {metric} {found['value']:.3f} [{low:.3f}, {high:.3f}] {found['decision']}, "
+                            f"planted {planted}")
+    print("  ".join(line), f" {time.perf_counter() - started:.0f} s", flush=True)
+    return problems
+
+
+def names_routes() -> list[str]:
+    """The names evaluation through the vLLM server's chat route and vLLM in process."""
+    with vllm_serve(NAMES_MODEL, str(resolve_demo(NAMES_MODEL)), LOGS / "server-names.log") as base_url:
+        problems = names_audit("vLLM server /v1/chat/completions", "--backend=openai", f"--base-url={base_url}")
+    return problems + names_audit("--backend=vllm", "--backend=vllm", "--dtype=float32")
+
+
 def main() -> int:
     LOGS.mkdir(parents=True, exist_ok=True)
     print(f"vLLM {vllm.__version__}, transformers {transformers.__version__}", flush=True)
@@ -165,6 +211,7 @@ def main() -> int:
             problems.append(f"{model}: only {same}/{len(served)} completions identical across the routes")
         del local
     problems += chat_routes()
+    problems += names_routes()
     for problem in problems:
         print("VLLM-CHECK FAILED:", problem, flush=True)
     return 1 if problems else 0
