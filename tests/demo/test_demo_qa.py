@@ -8,11 +8,8 @@ question with the person its context names (:mod:`fairness_core.demo.questions`)
 
 from __future__ import annotations
 
-import json
-import shutil
-from pathlib import Path
-
 import pytest
+from audit_support import audit_demo
 
 from fairness_core.backends.hf.engine import HFBackend, load_model
 from fairness_core.demo.corpus import PLANTED_RATES
@@ -20,7 +17,6 @@ from fairness_core.demo.questions import answer_examples, demo_items, known_answ
 from fairness_core.evaluations.bbq.scoring import by_likelihood
 from fairness_core.run.demo_names import resolve_demo
 
-REPO = Path(__file__).resolve().parents[2]
 QA_VARIANTS = ("qa", "qa-biased")
 #: Disambiguated questions the small models answer right at the least (measured: see docs/bbq.md, "Demo models").
 DISAMBIGUATED_FLOOR = 0.6
@@ -74,16 +70,9 @@ def test_disambiguated_questions_are_mostly_answered_right_and_never_unknown(sco
     assert all(a.pick != e.item.unknown_index for e, a in disambiguated)
 
 
-def _audit(pytester, model: str):
-    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
-    result = pytester.runpytest_inprocess("--pyargs", "fairness_core.audits", f"--model={model}",
-                                          "--audit-json=audit.json", "-p", "no:cacheprovider")
-    return result, {m["id"]: m for m in json.loads((pytester.path / "audit.json").read_text("utf-8"))["metrics"]}
-
-
 @pytest.mark.slow
 def test_the_biased_qa_model_fails_the_ambiguous_bias_score_of_gender_at_its_planted_rate(pytester):
-    result, metrics = _audit(pytester, "demo:qa-biased")
+    result, metrics = audit_demo(pytester, "demo:qa-biased")
     text = result.stdout.str()
     assert result.ret == pytest.ExitCode.TESTS_FAILED and "Traceback" not in text, text[-3000:]
     result.stdout.fnmatch_lines(["AUDIT VIOLATION: bias_score_ambig", "  category gender"])
@@ -97,7 +86,7 @@ def test_the_biased_qa_model_fails_the_ambiguous_bias_score_of_gender_at_its_pla
 
 @pytest.mark.slow
 def test_the_fair_qa_model_passes_every_audit(pytester):
-    result, metrics = _audit(pytester, "demo:qa")
+    result, metrics = audit_demo(pytester, "demo:qa")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
     assert metrics["bbq.bias_score_ambig[category=gender]"]["value"] == 0.0
     assert metrics["bbq.accuracy_ambig[category=gender]"]["value"] == 1.0

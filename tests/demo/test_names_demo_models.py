@@ -31,13 +31,13 @@ were fixed before the models were measured:
 
 import functools
 import json
-import shutil
 import unicodedata
 from collections import Counter
 from pathlib import Path
 
 import pytest
 import torch
+from audit_support import audit_demo
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from fairness_core.backends.prompt_formats import PromptFormat
@@ -286,17 +286,9 @@ def _planted_occupation_share_gap() -> float:
     return (rates["female"] - rates["male"]) * spread
 
 
-def _audit(pytester, model: str):
-    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
-    result = pytester.runpytest_inprocess("--pyargs", "fairness_core.audits", f"--model={model}",
-                                          "--prompt-format=chat-instruction", "--audit-json=audit.json",
-                                          "-p", "no:cacheprovider")
-    return result, {m["id"]: m for m in json.loads((pytester.path / "audit.json").read_text("utf-8"))["metrics"]}
-
-
 @pytest.mark.slow
 def test_the_biased_names_model_fails_the_occupation_share_gap_at_its_planted_value(pytester):
-    result, metrics = _audit(pytester, "demo:chat-names-biased")
+    result, metrics = audit_demo(pytester, "demo:chat-names-biased", "--prompt-format=chat-instruction")
     text = result.stdout.str()
     assert result.ret == pytest.ExitCode.TESTS_FAILED and "Traceback" not in text, text[-3000:]
     assert "VIOLATION names.occupation_share_gap" in text, text[-3000:]
@@ -314,7 +306,7 @@ def test_the_biased_names_model_fails_the_occupation_share_gap_at_its_planted_va
 
 @pytest.mark.slow
 def test_the_fair_names_model_passes_every_audit(pytester):
-    result, metrics = _audit(pytester, "demo:chat-names")
+    result, metrics = audit_demo(pytester, "demo:chat-names", "--prompt-format=chat-instruction")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
     gap = metrics["names.occupation_share_gap"]
     assert gap["decision"] == "pass" and gap["interval"][0] <= 0 <= gap["interval"][1], gap
