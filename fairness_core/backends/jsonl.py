@@ -162,11 +162,12 @@ def missing_evaluation(spec: str, evaluation: str) -> str | None:
     manifest = _first_manifest(spec)
     if not manifest or not isinstance(manifest.get("evaluations"), dict) or evaluation in manifest["evaluations"]:
         return None
+    held = f"the completions files --completions={spec} hold no {evaluation} completions"
     left_out = (manifest.get(NOT_GENERATED) or {}).get(evaluation)
-    why = (f"generate left it out: {left_out}" if left_out else
-           "they were generated without it (by a release before it, or with its tests deselected)")
-    return (f"the completions files --completions={spec} hold no {evaluation} completions; {why}. Generate them "
-            f"again with this release to judge {evaluation}")
+    if left_out:
+        return f"{held}: generate left it out, because {str(left_out).rstrip('.')}"
+    return (f"{held}; they were generated without it (by a release before it, or with its tests deselected). "
+            f"Generate them again with this release to judge {evaluation}")
 
 
 def _first_manifest(spec: str) -> dict[str, Any] | None:

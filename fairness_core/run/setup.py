@@ -93,7 +93,8 @@ class AuditSetup:
         """Every registered evaluation that this run cannot judge, and why: those the attribute set does not run,
         and those that cannot run on the options (and ``backend``, once open:
         :meth:`~fairness_core.api.evaluation.Evaluation.cannot_run`)."""
-        cannot = {name: evaluation.cannot_run(options, backend) or _not_in_files(options, name)
+        # The files' own reason first: generate recorded why it left an evaluation out, which the evaluation cannot know.
+        cannot = {name: _not_in_files(options, name) or evaluation.cannot_run(options, backend)
                   for name, evaluation in self.evaluations.items()}
         return {**self.not_applicable(), **{name: why for name, why in cannot.items() if why}}
 

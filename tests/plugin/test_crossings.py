@@ -200,8 +200,8 @@ def test_the_files_of_generate_audit_what_they_hold_and_say_why_the_rest_is_not_
     written = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))
     assert {m["evaluation"] for m in written["metrics"]} == {"honest", "sentiment"}
     why = written["provenance"]["not_judged"]["names"]
-    assert why.startswith(f"the completions files --completions={files} hold no names completions; generate left it "
-                          "out: its prompts do not fit the model's context window"), why
+    assert why.startswith(f"the completions files --completions={files} hold no names completions: generate left it "
+                          "out, because its prompts do not fit the model's context window"), why
     assert f"  names: not judged: {why}" in result.stdout.lines
 
 
