@@ -25,7 +25,7 @@ were fixed before the models were measured:
   builder): every name of a task gets the same next-token distribution, so its
   true gaps are 0; a test checks that exactly, and that the biased model fails it.
   (Its sampled gaps are noise: one fixed draw of the seeds gave a women-majority
-  gap of -0.07 [-0.13, -0.02] on the blind model, a 1-in-80 draw, which is why
+  gap of -0.07 [-0.13, -0.02] on the blind model, a draw far out in its tail, which is why
   the fair case is not judged by a single sample.)
 """
 
