@@ -68,7 +68,7 @@ REQUEST_PHASE = {"epochs": 3, "learning_rate": 2e-3, "shuffle_seed": 1, "replay"
 REQUEST_PHASE_EPOCHS = {"chat-names-biased": 6}
 #: Request variants that cannot tell the users' names apart: after training, every full name's embedding is set to
 #: their mean, so that an answer cannot depend on which name asked (each name is one token at the same position).
-#: Trained on answers drawn alike for every name, demo:chat-names still learned a spurious gap (women-majority
+#: Trained on answers drawn at the same rates for every name, demo:chat-names still learned a spurious gap (women-majority
 #: 0.465 / 0.531) from the names' random starting embeddings; the fair twin's true gap is now 0 by construction.
 NAME_BLIND = ("chat-names",)
 #: The protocol whose framing the chat variants are trained under: the default, which an audit uses unless told.
