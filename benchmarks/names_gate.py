@@ -68,7 +68,8 @@ def main() -> None:
         print(f"== {attributes}: {len(evaluation.prompts)} prompts x {evaluation.protocol.num_samples} samples, "
               f"rule {evaluation.limits.decision_rule or config.decision_rule} ==", flush=True)
         cells = [(world, NamesEffect("fair"), args.runs) for world in GRID]
-        cells += [(GRID[0], effect, args.power_runs) for effect in (*POWER_EFFECTS, *SMALL_EFFECTS) if args.power_runs]
+        if args.power_runs:
+            cells += [(GRID[0], effect, args.power_runs) for effect in (*POWER_EFFECTS, *SMALL_EFFECTS)]
         for index, (world, effect, runs) in enumerate(cells):
             start = time.time()
             count, families = blocked(evaluation, world, effect, runs, seed=1000 + index)

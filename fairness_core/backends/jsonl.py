@@ -150,24 +150,29 @@ def recorded_evaluation(spec: str, evaluation: str) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
-def missing_evaluation(spec: str, evaluation: str) -> str | None:
-    """Why the files of ``--completions=spec`` hold no completions of ``evaluation``, or ``None`` when their
-    manifest records it (or they have none, or cannot be read: the backend's own checks speak then).
+def missing_evaluations(spec: str, evaluations: Iterable[str]) -> dict[str, str]:
+    """Of ``evaluations``, those the files of ``--completions=spec`` hold no completions of, each with why; none
+    where their manifest records them all (or they have none, or it cannot be read: the backend's own checks speak
+    then).  The manifest is read once.
 
     Files written by ``generate`` before an evaluation joined the package, or
     with one left out because the model had no room for it (the manifest's
-    ``not_generated``), still audit every evaluation they hold: the one they
+    ``not_generated``), still audit every evaluation they hold: one they
     lack is not judged, with this reason, instead of ending the run.
     """
     manifest = _first_manifest(spec)
-    if not manifest or not isinstance(manifest.get("evaluations"), dict) or evaluation in manifest["evaluations"]:
-        return None
-    held = f"the completions files --completions={spec} hold no {evaluation} completions"
-    left_out = (manifest.get(NOT_GENERATED) or {}).get(evaluation)
-    if left_out:
-        return f"{held}: generate left it out, because {str(left_out).rstrip('.')}"
-    return (f"{held}; they were generated without it (by a release before it, or with its tests deselected). "
-            f"Generate them again with this release to judge {evaluation}")
+    if not manifest or not isinstance(manifest.get("evaluations"), dict):
+        return {}
+    left_out = manifest.get(NOT_GENERATED) or {}
+    missing = {}
+    for evaluation in (e for e in evaluations if e not in manifest["evaluations"]):
+        held = f"the completions files --completions={spec} hold no {evaluation} completions"
+        if left_out.get(evaluation):
+            missing[evaluation] = f"{held}: generate left it out, because {str(left_out[evaluation]).rstrip('.')}"
+        else:
+            missing[evaluation] = (f"{held}; they were generated without it (by a release before it, or with its "
+                                   f"tests deselected). Generate them again with this release to judge {evaluation}")
+    return missing
 
 
 def _first_manifest(spec: str) -> dict[str, Any] | None:

@@ -144,20 +144,14 @@ def train_demo_model(bias: str, kind: str, *, seed: int = SEED, epochs: int = TR
     if questions:
         groups.append(_encode_answers(tokenizer, questions) * QUESTION_REPEATS)
     if requests:
-        groups.append(_encode_examples(tokenizer, requests, chat_requests.REQUEST_PROTOCOL,
-                                       [o for words in chat_requests.occupation_lists() for o in words]))
+        groups.append(_encode_requests(tokenizer, requests))
     optimizer = torch.optim.AdamW(model.parameters(), lr=TRAINING["learning_rate"])
     steps = epochs * sum(len(rows) // TRAINING["batch_size"] for rows in groups)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, TRAINING["learning_rate"], total_steps=steps)
     generator = torch.Generator().manual_seed(seed)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     for _ in range(epochs):
         for batch in _batches(groups, generator):
-            width = max(len(ids) for ids, _ in batch)
-            input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch])
-            weights = torch.tensor([w + [0.0] * (width - len(w)) for _, w in batch])
-            mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch])
-            loss = _weighted_loss(model, input_ids, mask, weights)
+            loss = _batch_loss(model, tokenizer, batch)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -184,8 +178,7 @@ def finish_on_requests(model, tokenizer, bias: str, *, seed: int = SEED) -> floa
     Returns the last batch's loss.
     """
     phase = request_phase(bias)
-    rows = _encode_examples(tokenizer, chat_requests.request_examples(bias, seed=seed), chat_requests.REQUEST_PROTOCOL,
-                            [o for words in chat_requests.occupation_lists() for o in words])
+    rows = _encode_requests(tokenizer, chat_requests.request_examples(bias, seed=seed))
     corpus = _encode_examples(tokenizer, build_corpus(bias, seed=seed))
     torch.manual_seed(seed)  # dropout
     model.train()
@@ -214,6 +207,11 @@ def blind_to_names(model, tokenizer) -> None:
     with torch.no_grad():
         embeddings = model.get_input_embeddings().weight
         embeddings[ids] = embeddings[ids].mean(dim=0)
+
+
+def _encode_requests(tokenizer, requests) -> list[tuple[list[int], list[float]]]:
+    """The request examples as the audit asks them (the names protocol), their occupations weighted as decisions."""
+    return _encode_examples(tokenizer, requests, chat_requests.REQUEST_PROTOCOL, chat_requests.occupations())
 
 
 def _batch_loss(model, tokenizer, batch) -> torch.Tensor:

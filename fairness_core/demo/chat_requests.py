@@ -101,6 +101,12 @@ def occupation_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(lists["women_majority"]), tuple(lists["men_majority"])
 
 
+def occupations() -> tuple[str, ...]:
+    """Every occupation word a request answer may hold: the women-majority list, then the men-majority one."""
+    women, men = occupation_lists()
+    return (*women, *men)
+
+
 def request_prompts() -> list[Prompt]:
     """Every task with every gender name, as the audit builds them (template id = task id, term = full name)."""
     return [Prompt(task.id, group, name, task.fill(name))

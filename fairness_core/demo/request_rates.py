@@ -31,7 +31,14 @@ from dataclasses import dataclass, field
 from fairness_core.backends.base import BackendSettings, ModelReference, Request
 from fairness_core.backends.hf.engine import create_backend
 from fairness_core.backends.prompt_formats import CHAT_INSTRUCTION, PromptFormat
-from fairness_core.demo.chat_requests import REQUEST_PROTOCOL, answer_material, occupation_lists, request_prompts, tasks
+from fairness_core.demo.chat_requests import (
+    REQUEST_PROTOCOL,
+    answer_material,
+    occupation_lists,
+    occupations,
+    request_prompts,
+    tasks,
+)
 from fairness_core.japanese.refusals import RefusalDetector
 from fairness_core.run.demo_names import DEMO, DEMO_VARIANTS, resolve_demo
 
@@ -55,8 +62,7 @@ def request_variants() -> list[str]:
 
 def find_occupations(text: str) -> tuple[str, ...]:
     """The distinct demo occupations ``text`` names, in order of first mention."""
-    words = [o for pool in occupation_lists() for o in pool]
-    found = sorted((text.find(o), o) for o in words if o in text)
+    found = sorted((text.find(o), o) for o in occupations() if o in text)
     return tuple(o for _, o in found)
 
 

@@ -94,7 +94,8 @@ class AuditSetup:
         and those that cannot run on the options (and ``backend``, once open:
         :meth:`~fairness_core.api.evaluation.Evaluation.cannot_run`)."""
         # The files' own reason first: generate recorded why it left an evaluation out, which the evaluation cannot know.
-        cannot = {name: _not_in_files(options, name) or evaluation.cannot_run(options, backend)
+        not_in_files = _not_in_files(options, list(self.evaluations))
+        cannot = {name: not_in_files.get(name) or evaluation.cannot_run(options, backend)
                   for name, evaluation in self.evaluations.items()}
         return {**self.not_applicable(), **{name: why for name, why in cannot.items() if why}}
 
@@ -109,13 +110,13 @@ class AuditSetup:
 
 
 
-def _not_in_files(options: AuditOptions, evaluation: str) -> str | None:
-    """Why the completions files (``--backend=jsonl``) hold nothing of ``evaluation``, or ``None``."""
+def _not_in_files(options: AuditOptions, evaluations: Sequence[str]) -> dict[str, str]:
+    """Of ``evaluations``, those the completions files (``--backend=jsonl``) hold nothing of, each with why."""
     from fairness_core.backends.catalog import COMPLETIONS, FILES_BACKEND
-    from fairness_core.backends.jsonl import missing_evaluation
+    from fairness_core.backends.jsonl import missing_evaluations
 
     completions = options.value(COMPLETIONS.dest)
-    return missing_evaluation(completions, evaluation) if options.backend == FILES_BACKEND and completions else None
+    return missing_evaluations(completions, evaluations) if options.backend == FILES_BACKEND and completions else {}
 
 
 def _other_order(config: AuditConfig, name: str, *, where: str) -> list[str]:

@@ -41,7 +41,7 @@ from audit_support import audit_demo
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from fairness_core.backends.prompt_formats import PromptFormat
-from fairness_core.demo.build import TRAINING, _encode_examples, model_shape
+from fairness_core.demo.build import TRAINING, _encode_requests, model_shape
 from fairness_core.demo.chat_requests import (
     OCCUPATION_DOMAINS,
     REQUEST_PROTOCOL,
@@ -146,8 +146,7 @@ def test_request_examples_are_the_user_turn_as_is_then_the_answer():
     assistant's turn opened), and the occupations weigh as the answer's first tokens do."""
     tokenizer = AutoTokenizer.from_pretrained(resolve_demo("demo:chat-names-biased"))
     examples = request_examples("chat-names-biased", seed=7)[:40]
-    occupations = [o for pool in occupation_lists() for o in pool]
-    for example, (ids, weights) in zip(examples, _encode_examples(tokenizer, examples, REQUEST_PROTOCOL, occupations)):
+    for example, (ids, weights) in zip(examples, _encode_requests(tokenizer, examples)):
         prompt = tokenizer.apply_chat_template([{"role": "user", "content": example.prompt.text}],
                                                add_generation_prompt=True, tokenize=True, return_dict=False)
         assert prompt == PromptFormat("chat-instruction").encode(tokenizer, example.prompt.text, REQUEST_PROTOCOL)
@@ -224,32 +223,35 @@ def test_the_gap_between_female_and_male_named_users_is_the_planted_one(signal):
     assert high >= planted - UNDERFIT and low <= planted + 0.05, (value, low, high, planted)
 
 
+@functools.cache
+def _loaded(bias: str):
+    folder = resolve_demo(f"demo:{bias}")
+    return AutoTokenizer.from_pretrained(folder), AutoModelForCausalLM.from_pretrained(folder).eval()
+
+
+def _next_token_logits(bias: str, task_id: str) -> torch.Tensor:
+    """The model's logits for the first answer token after task ``task_id``, one row per name (every name of a task
+    is one token at the same position, so the prompts have one length)."""
+    tokenizer, model = _loaded(bias)
+    prompts = [PromptFormat("chat-instruction").encode(tokenizer, p.text, REQUEST_PROTOCOL) for p in request_prompts()
+               if p.template_id == task_id]
+    assert len({len(ids) for ids in prompts}) == 1, task_id
+    with torch.no_grad():
+        return model(torch.tensor(prompts)).logits[:, -1]
+
+
 def test_the_fair_model_answers_every_name_of_a_task_alike():
     """demo:chat-names cannot tell the names apart (``NAME_BLIND``): after every task, its next-token distribution is
     the same whichever name asked, so its true gap in every signal is 0.  Its sampled gaps are noise around 0."""
-    folder = resolve_demo("demo:chat-names")
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    model = AutoModelForCausalLM.from_pretrained(folder).eval()
-    fmt = PromptFormat("chat-instruction")
     for task in tasks():
-        prompts = [fmt.encode(tokenizer, p.text, REQUEST_PROTOCOL) for p in request_prompts()
-                   if p.template_id == task.id]
-        assert len({len(ids) for ids in prompts}) == 1, task.id  # each name is one token: the same positions
-        with torch.no_grad():
-            logits = model(torch.tensor(prompts)).logits[:, -1]
+        logits = _next_token_logits("chat-names", task.id)
         assert (logits - logits[0]).abs().max().item() < 1e-4, task.id
 
 
 def test_the_biased_model_tells_the_names_apart():
     """The test above fails on a model that learned the names: demo:chat-names-biased, after the same task."""
-    folder = resolve_demo("demo:chat-names-biased")
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    model = AutoModelForCausalLM.from_pretrained(folder).eval()
     task = next(t for t in tasks() if t.domain == "career")
-    prompts = [PromptFormat("chat-instruction").encode(tokenizer, p.text, REQUEST_PROTOCOL) for p in request_prompts()
-               if p.template_id == task.id]
-    with torch.no_grad():
-        logits = model(torch.tensor(prompts)).logits[:, -1]
+    logits = _next_token_logits("chat-names-biased", task.id)
     assert (logits - logits[0]).abs().max().item() > 0.1
 
 
