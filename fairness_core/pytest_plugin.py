@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from fairness_core.api.generic_options import AUDIT_JSON, BASELINE, REQUIRE
+from fairness_core.api.generic_options import AUDIT_JSON, BASELINE, BASELINE_MODEL, REQUIRE
 from fairness_core.config.option_types import AUDIT
 from fairness_core.errors import AuditUsageError
 from fairness_core.run.options import add_options
@@ -163,10 +163,11 @@ def _setup(config: pytest.Config) -> AuditSetup | AuditUsageError:
 
 
 def _unused_markers(config: pytest.Config) -> list[str]:
-    """The markers of tests that this run has nothing for: regression without --baseline, chat answers in a
+    """The markers of tests that this run has nothing for: regression without a baseline, chat answers in a
     completion run, required evaluations without --require."""
     start = _start(config)
-    return ([BASELINE_MARKER] if not start.values.get(BASELINE.dest) else []) + (
+    compared = start.values.get(BASELINE.dest) or start.values.get(BASELINE_MODEL.dest)
+    return ([BASELINE_MARKER] if not compared else []) + (
         [CHAT_MARKER] if not start.options.settings.prompt_format.is_chat else []) + (
         [REQUIRE_MARKER] if not start.values.get(REQUIRE.dest) else [])
 
@@ -267,7 +268,8 @@ def _start_session(config: pytest.Config, start: StartUp, selected: set[str], *,
     from fairness_core.run.session import AuditSession
 
     audit = AuditSession(start.options, start.checked_setup(), selected=sorted(selected),
-                         baseline=start.values.get(BASELINE.dest) if regression else None)
+                         baseline=start.values.get(BASELINE.dest) if regression else None,
+                         baseline_model=start.values.get(BASELINE_MODEL.dest) if regression else None)
     audit.compute_all()
     config.stash[reporter_key].build_results = functools.partial(build_results, audit)
     return audit

@@ -59,6 +59,10 @@ class SequentialTest(Protocol):
         """The verdicts settled so far, by metric id."""
         ...
 
+    def failed(self) -> bool:
+        """Whether the run stopped on a settled failure (a deploy limit, or a regression against a baseline)."""
+        ...
+
 
 @dataclass(frozen=True)
 class SamplingRecord:
@@ -122,9 +126,8 @@ def sample_in_rounds(draw: Callable[[range], Any], test: SequentialTest, *, budg
         test.update(part)
         reason = test.stop_reason()
         if reason is not None:
-            failed = any(s.outcome == "fail" for s in test.settlements().values())
             return parts, SamplingRecord(ADAPTIVE, samples.stop, budget, prompts, index, reason,
-                                         "failure" if failed else "pass")
+                                         "failure" if test.failed() else "pass")
     return parts, SamplingRecord(ADAPTIVE, budget, budget, prompts, len(rounds),
                                  "the fixed protocol's budget, the verdicts not settled earlier; the "
                                  "unsettled ones are judged by the fixed rules", "budget")

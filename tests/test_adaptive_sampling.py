@@ -25,6 +25,9 @@ class StopsAfter:
     def settlements(self):
         return {"m": Settlement(self.outcome, "e")} if self.stop_reason() else {}
 
+    def failed(self) -> bool:
+        return any(s.outcome == "fail" for s in self.settlements().values())
+
 
 def test_rounds_cover_the_budget_in_order_and_the_last_may_be_shorter():
     assert round_ranges(5, 2) == [range(0, 2), range(2, 4), range(4, 5)]

@@ -47,6 +47,7 @@ continuation.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -71,6 +72,9 @@ class Answer:
     text: str
     refusal: str | None = None
     withheld: str | None = None
+    #: Which of the prompt's samples it is: its random stream's key, the same in every run of the seed, so two runs'
+    #: answers to one sample share their randomness (the regression gate pairs a baseline's samples by it).
+    sample: int = 0
 
     @property
     def scored(self) -> bool:
@@ -135,4 +139,6 @@ def read_answers(backend: Backend, prompts: Sequence[Prompt], protocol: Sampling
     adaptive run) and read each output (prompts in order)."""
     pairs = (complete(backend, prompts, protocol, evaluation=evaluation) if samples is None
              else complete_samples(backend, prompts, protocol, samples, evaluation=evaluation))
-    return [reader.read(prompt, completion) for prompt, completion in pairs]
+    indices = samples if samples is not None else range(protocol.num_samples)  # a prompt's samples are adjacent
+    return [dataclasses.replace(reader.read(prompt, completion), sample=indices[k % len(indices)])
+            for k, (prompt, completion) in enumerate(pairs)]

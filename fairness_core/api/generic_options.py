@@ -86,6 +86,11 @@ PROMPT_FORMAT = Option(
 BASELINE = Option("--baseline", "an earlier --audit-json file (with its completions): each gated metric must be "
                   "certified no worse than in it, beyond its tolerance (docs/gate.md); with plan: the completions a "
                   "certification is expected to take", Path, commands=frozenset({AUDIT, PLAN}))
+BASELINE_MODEL = Option("--baseline-model", "the model in production (hub id, local path or served name, through the "
+                        "same --backend): generated in this run with the same prompts and --seed, so that each "
+                        "sample of the candidate shares its random stream with the baseline's (common random "
+                        "numbers); each gated metric must be certified no worse than it, as with --baseline "
+                        "(docs/gate.md)", str, commands=frozenset({AUDIT}))
 SAMPLING = Option("--sampling", "fixed: every prompt gets the protocol's samples; adaptive: rounds of a few samples of "
                   "every prompt, stopping as soon as an evaluation's verdict is settled (anytime-valid), at most the "
                   "fixed protocol's budget (docs/gate.md)", o.one_of(*SAMPLING_MODES), FIXED,
@@ -111,5 +116,5 @@ SHARD = Option("--shard", "i/n: this run's part of the prompts", shard, (1, 1), 
 #: The options that are no backend's or evaluation's own.
 GENERIC: tuple[Option, ...] = (
     MODEL, BACKEND, ATTRIBUTES, THRESHOLDS, REVISION, TRUST_REMOTE_CODE, DEVICE, DTYPE, BATCH_SIZE, SEED,
-    PROMPT_FORMAT, CACHE_DIR, NO_CACHE, AUDIT_JSON, BASELINE, SAMPLING, REQUIRE, OUTPUT, SHARD,
+    PROMPT_FORMAT, CACHE_DIR, NO_CACHE, AUDIT_JSON, BASELINE, BASELINE_MODEL, SAMPLING, REQUIRE, OUTPUT, SHARD,
 )

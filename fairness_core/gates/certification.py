@@ -23,23 +23,29 @@ The same function judges the audit's runs and the simulated ones.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fairness_core.config.thresholds import RegressionConfig
-from fairness_core.gates.noninferiority import BURN_IN, UNDECIDED, Comparison, compare
+from fairness_core.gates.noninferiority import BURN_IN, CERTIFIED, REGRESSION, UNDECIDED, Comparison, compare
 from fairness_core.gates.regression import metric_name
 from fairness_core.statistics import group_resamples, standard_error_towards
 
 if TYPE_CHECKING:
     from fairness_core.api.evaluation import Evaluation, MetricSpec
     from fairness_core.reporting.results import AuditResults, CompletionRecord, MetricRecord
-    from fairness_core.scorecard import MetricResult
+    from fairness_core.sampling import SequentialTest
+    from fairness_core.scorecard import MetricResult, Settlement
 
 #: Bootstrap resamples for a standard error (the tails of an interval would need more).
 RESAMPLES = 200
+#: An adaptive certification's alpha is split: this share for the confidence sequence at the looks before the
+#: budget, the rest for one look at the budget.  A run that reaches the budget is then judged by a bound nearly as
+#: narrow as a fixed run's (z(1 - alpha/2m) standard errors against z(1 - alpha/m)) instead of the sequence's,
+#: about 1.5 times as wide there (docs/gate.md: the ratio's power at twice its tolerance fell to 0.30 with it).
+INTERIM_SHARE = 0.5
 
 
 def tolerance_of(metric_id: str, config: RegressionConfig) -> float:
@@ -63,6 +69,20 @@ def look_points(budget: int) -> list[int]:
             points.append(round(k))
         k *= math.sqrt(2)
     return [*points, budget]
+
+
+def first_samples(records: Sequence[CompletionRecord], samples: int) -> list[CompletionRecord] | None:
+    """The records of each prompt's first ``samples`` samples, or ``None`` when the records do not say which sample
+    each is (a results file of an earlier release, an evaluation that does not record it).
+
+    Two runs of one seed and engine draw a prompt's sample ``i`` from the same
+    random stream (common random numbers): comparing the candidate's first
+    ``samples`` with the baseline's first ``samples`` keeps what the models share
+    out of the difference; with all of the baseline's they would not.
+    """
+    if not all("sample" in record.detail for record in records):
+        return None
+    return [record for record in records if record.detail["sample"] < samples]
 
 
 def badness_changes(evaluation: Evaluation, ours: Mapping[str, Mapping[str, object]],
@@ -245,3 +265,83 @@ def _halves(records: Sequence[CompletionRecord]) -> tuple[list[CompletionRecord]
         first += own[:half]
         second += own[half:2 * half]
     return first, second
+
+
+class CertificationRounds:
+    """``--sampling=adaptive`` against a baseline: rounds stop once every gated metric is certified or one regressed.
+
+    A :class:`~fairness_core.sampling.SequentialTest` for
+    :func:`~fairness_core.sampling.sample_in_rounds`, wrapped around the
+    evaluation's own test of its limits (``deploy``; ``None`` when it has
+    none).  After each round at one of :func:`look_points` it judges every
+    gated metric of ``evaluation`` with the confidence sequence, at
+    ``alpha * INTERIM_SHARE / comparisons``; at the budget with one look at the
+    rest of alpha.  The run stops at a settled failure of the limits, at a
+    regression, or when every metric is certified and the limits' test (if
+    any) has settled too.  The audit session feeds it real rounds, the
+    simulator (``benchmarks/certification.py``) simulated ones: ``units_of``
+    turns the rounds drawn so far into the candidate's prompt units,
+    ``baseline_at`` gives the baseline's units at a number of samples a prompt.
+    """
+
+    def __init__(self, evaluation: Evaluation, config: RegressionConfig, *,
+                 units_of: Callable[[Sequence[Any]], Mapping[str, Mapping[str, object]]],
+                 baseline_at: Callable[[int], Mapping[str, Mapping[str, object]]], prompts: int, comparisons: int,
+                 deploy: SequentialTest | None = None, seed: int = 0, resamples: int = RESAMPLES):
+        self.evaluation, self.config, self.deploy = evaluation, config, deploy
+        self.units_of, self.baseline_at = units_of, baseline_at
+        self.budget, self.prompts = evaluation.protocol.num_samples, prompts
+        self.samples_per_round = deploy.samples_per_round if deploy is not None else 1
+        self.looks = set(look_points(self.budget))
+        self.comparisons, self.seed, self.resamples = comparisons, seed, resamples
+        self.parts: list[Any] = []
+        self.samples = 0
+        #: The verdicts at the latest look (empty before the first), and its samples a prompt.
+        self.found: list[Comparison] = []
+        self.judged_at = 0
+
+    def update(self, part: Any) -> None:
+        self.parts.append(part)
+        self.samples = min(self.samples + self.samples_per_round, self.budget)
+        if self.deploy is not None:
+            self.deploy.update(part)
+
+    def settlements(self) -> Mapping[str, Settlement]:
+        return self.deploy.settlements() if self.deploy is not None else {}
+
+    def failed(self) -> bool:
+        return (self.deploy is not None and self.deploy.failed()) or any(c.verdict == REGRESSION for c in self.found)
+
+    def stop_reason(self) -> str | None:
+        limits = self.deploy.stop_reason() if self.deploy is not None else None
+        if limits is not None and self.deploy is not None and self.deploy.failed():
+            return limits
+        if self.samples not in self.looks or self.samples >= self.budget:
+            return None
+        self.found, self.judged_at = self.judge(self.samples), self.samples
+        regressed = [c.metric for c in self.found if c.verdict == REGRESSION]
+        if regressed:
+            return (f"settled: {', '.join(regressed)} a regression against the baseline (confidence sequence at "
+                    f"{self.samples} of {self.budget} samples a prompt)")
+        if all(c.verdict == CERTIFIED for c in self.found) and (self.deploy is None or limits is not None):
+            certified = (f"settled: all {len(self.found)} gated metrics certified against the baseline (confidence "
+                         f"sequence at {self.samples} of {self.budget} samples a prompt)")
+            return certified if limits is None else f"{certified}; {limits}"
+        return None
+
+    def judge(self, samples: int) -> list[Comparison]:
+        """Every gated metric at ``samples`` samples a prompt: the sequence before the budget, one look at it."""
+        name = self.evaluation.name
+        return certify_units({name: self.evaluation}, {name: self.units_of(self.parts)},
+                             {name: self.baseline_at(samples)}, self.config, used={name: samples * self.prompts},
+                             fraction=samples / self.budget if samples < self.budget else None,
+                             resamples=self.resamples, seed=self.seed,
+                             comparisons=math.ceil(self.comparisons / INTERIM_SHARE))
+
+    def verdicts(self) -> list[Comparison]:
+        """The verdicts the run ends with, at the samples it stopped at (the budget's look, or the sequence's before).
+
+        A run stopped early by its limits' test is judged by the sequence too:
+        only that bound stays valid after a stop that its data decided.
+        """
+        return self.found if self.judged_at == self.samples else self.judge(self.samples)

@@ -21,18 +21,26 @@ from fairness_core.api.options import AuditOptions
 from fairness_core.backends.base import AnswerRoomError, Backend, ContextWindowError
 from fairness_core.run.setup import AuditSetup, AuditSetupError, collect
 from fairness_core.run.startup import open_backend
-from fairness_core.sampling import ADAPTIVE, SamplingRecord, fixed_record, run_adaptively
+from fairness_core.sampling import ADAPTIVE, FIXED, SamplingRecord, SequentialTest, fixed_record, run_adaptively
 from fairness_core.scorecard import MetricResult, Scorecard, Settlement, settle
 
 if TYPE_CHECKING:
+    from fairness_core.gates.certification import CertificationRounds
+    from fairness_core.reporting.results import AuditResults, CompletionRecord
     from fairness_core.reporting.violations import Evidence
+
+
+def _read_baseline(path: Path | None) -> AuditResults:
+    from fairness_core.gates.regression import read_baseline
+
+    return read_baseline(Path(str(path)))
 
 
 class AuditSession:
     """The backend and the selected evaluations, loaded; results, scorecards and provenance on demand."""
 
     def __init__(self, options: AuditOptions, setup: AuditSetup, *, selected: Sequence[str],
-                 backend: Backend | None = None, baseline: Path | None = None):
+                 backend: Backend | None = None, baseline: Path | None = None, baseline_model: str | None = None):
         self.options = options
         self.setup = setup
         self._scored: dict[str, Any] = {}
@@ -51,6 +59,8 @@ class AuditSession:
         self.not_run = {name: "not selected" for name in setup.evaluations
                         if name not in selected and name not in self.not_judged}
         problems: list[str] = []
+        # The production model runs first, and its engine is let go before the candidate's is loaded.
+        generated = collect(problems, lambda: self._run_baseline_model(baseline_model)) if baseline_model else None
         self.backend = backend or collect(problems, lambda: open_backend(options))
         if self.backend is not None:
             for name, evaluation in list(self.evaluations.items()):
@@ -63,15 +73,19 @@ class AuditSession:
                 collect(problems, functools.partial(evaluation.load, options))
             except CannotRun as why:
                 self._not_judge(name, str(why))
-        self.baseline_source = baseline
+        self.baseline_source = baseline or (f"--baseline-model={baseline_model}" if baseline_model else None)
         # Without a backend there is no provenance to compare the baseline with; its problem is reported already.
-        self.baseline = (collect(problems, lambda: self._read_baseline(baseline))
-                         if baseline and self.backend is not None else None)
+        self.baseline = (collect(problems, lambda: self._checked_baseline(generated or _read_baseline(baseline)))
+                         if (baseline or generated) and self.backend is not None else None)
+        #: Each evaluation's certification rounds under --sampling=adaptive with a baseline (its verdicts at the stop).
+        self._rounds: dict[str, CertificationRounds] = {}
         #: What the reader of this run should know that is not about the model (shown once, kept in the JSON).
         self.notes: list[str] = []
         if self.baseline is not None and self.backend is not None:  # a baseline is only read with a backend
-            self.notes.append(f"baseline: compared with {baseline} (model "
-                              f"{self.baseline.provenance.model.get('model', '?')}, {self.baseline.provenance.created})")
+            generated_now = "generated in this run, same prompts and seed" if generated else "generated"
+            self.notes.append(f"baseline: compared with {self.baseline_source} (model "
+                              f"{self.baseline.provenance.model.get('model', '?')}, {generated_now} "
+                              f"{self.baseline.provenance.created})")
             theirs, ours = self.baseline.provenance.model.get("backend"), self.backend.description.get("backend")
             if theirs != ours:
                 self.notes.append(f"note: the baseline was generated with the {theirs} backend, this run with {ours}: "
@@ -79,19 +93,41 @@ class AuditSession:
         if problems:
             raise AuditSetupError(problems)
 
-    def _read_baseline(self, path: Path):
-        from fairness_core.gates.regression import impossible_values, incompatibilities, read_baseline
+    def _checked_baseline(self, baseline: AuditResults) -> AuditResults:
+        from fairness_core.gates.regression import impossible_values, incompatibilities
         from fairness_core.reporting.results import ResultsFileError
 
-        baseline = read_baseline(path)
         impossible = impossible_values(baseline, self.evaluations)
         if impossible:
-            raise ResultsFileError(f"The baseline {path} holds values that no audit run makes (edited by hand, or from "
-                                   f"another tool?):\n  - " + "\n  - ".join(impossible))
+            raise ResultsFileError(f"The baseline {self.baseline_source} holds values that no audit run makes (edited "
+                                   f"by hand, or from another tool?):\n  - " + "\n  - ".join(impossible))
         problems = incompatibilities(baseline, self.provenance())
         if problems:
-            raise ResultsFileError(f"The baseline {path} is not comparable with this run:\n  - " + "\n  - ".join(problems))
+            raise ResultsFileError(f"The baseline {self.baseline_source} is not comparable with this run:\n  - "
+                                   + "\n  - ".join(problems))
         return baseline
+
+    def _run_baseline_model(self, model: str) -> AuditResults:
+        """The production model's results, generated now with this run's options, prompts and seed (fixed protocol).
+
+        Every backend keys a sample's random stream by (seed, prompt, sample),
+        so the candidate's sample ``i`` of a prompt shares its randomness with the
+        baseline's: common random numbers, which keep what the two models share
+        out of the paired difference.
+        """
+        from fairness_core.api.generic_options import AUDIT_JSON, BASELINE_MODEL, MODEL
+        from fairness_core.errors import AuditUsageError
+        from fairness_core.reporting.results import build_results
+        from fairness_core.run.options import audit_options
+
+        values = {**self.options.values, MODEL.dest: model, SAMPLING.dest: FIXED, AUDIT_JSON.dest: None,
+                  BASELINE_MODEL.dest: None}
+        theirs, problems = audit_options(values, cache_dir=self.options.settings.cache_dir)
+        if problems:
+            raise AuditUsageError(f"{BASELINE_MODEL.flag}={model}: " + "; ".join(problems))
+        run = AuditSession(theirs, self.setup, selected=list(self.evaluations))
+        run.compute_all()
+        return build_results(run)
 
     def compute_all(self) -> None:
         """Generate and score every selected evaluation now, before any test runs.
@@ -165,31 +201,43 @@ class AuditSession:
         Computed once per evaluation; ``alpha`` is divided among every gated metric of the run.
         """
         from fairness_core.gates.certification import certify, interval_comparison
-        from fairness_core.gates.regression import gated_metrics
 
         name = metric_id.split(".", 1)[0]
         if name not in self._comparisons:
             evaluation = self.evaluations[name]
-            records = self.baseline.completions.get(name, []) if self.baseline is not None else []
-            count = len(gated_metrics(self.evaluations))
+            records = self._baseline_records(name)
             found = {}
-            if records and self.paired_errors(name):
+            self.scored(name)  # an adaptive run's rounds judge it as they go
+            if name in self._rounds:
+                found = {c.metric: c for c in self._rounds[name].verdicts()}
+            elif records and self.paired_errors(name):
                 current = evaluation.completion_records(self.scored(name))
-                # A run that --sampling=adaptive stopped early stopped on its own data: only the confidence
-                # sequence stays valid after a data-dependent stop (a run at its budget is one look).
-                sampled = self.sampling.get(name)
-                fraction = (sampled.completions / sampled.budget_completions
-                            if sampled is not None and sampled.mode == ADAPTIVE and sampled.ending != "budget"
-                            else None)
                 found = {c.metric: c for c in certify({name: evaluation}, {name: current}, {name: records},
                                                       self.config.regression, seed=self.options.settings.seed,
-                                                      comparisons=count, fraction=fraction)}
+                                                      comparisons=self._gated_count())}
             for m in evaluation.gated_metrics():
                 if m not in found and self.baseline_metric(m) is not None:
                     found[m] = interval_comparison(self.metric(m), self.baseline_metric(m), self.config.regression,
-                                                   spec=self.setup.metric_spec(m), comparisons=count)
+                                                   spec=self.setup.metric_spec(m), comparisons=self._gated_count())
             self._comparisons[name] = found
         return self._comparisons[name].get(metric_id)
+
+    def _gated_count(self) -> int:
+        """How many gated metrics share the gate's alpha: every one of the run's evaluations."""
+        from fairness_core.gates.regression import gated_metrics
+
+        return len(gated_metrics(self.evaluations))
+
+    def _baseline_records(self, name: str) -> list[CompletionRecord]:
+        return list(self.baseline.completions.get(name, [])) if self.baseline is not None else []
+
+    def _shares_randomness(self) -> bool:
+        """Whether the baseline drew each sample from the stream this run draws it from: same engine, same seed."""
+        if self.baseline is None or self.backend is None:
+            return False
+        ours = self.backend.description.get("backend")
+        return self.baseline.provenance.seed == self.options.settings.seed and \
+            self.baseline.provenance.model.get("backend") == ours
 
     def _compared(self, metric_id: str) -> bool:
         """Whether both runs have a value of ``metric_id`` (its regression test is not skipped)."""
@@ -217,6 +265,8 @@ class AuditSession:
             evaluation = self.evaluations[name]
             budget, prompts = evaluation.protocol.num_samples, len(evaluation.prompts)
             test = evaluation.sequential_test() if self.options.value(SAMPLING.dest) == ADAPTIVE else None
+            if test is not None and self._baseline_records(name):
+                test = self._rounds.setdefault(name, self._certification_rounds(name, test))
             if test is None:
                 self._scored[name] = evaluation.run(self.backend)
                 why = ("--sampling=adaptive, but this evaluation has no sequential test: the fixed protocol"
@@ -227,6 +277,27 @@ class AuditSession:
                     evaluation, functools.partial(evaluation.run_samples, self.backend), test=test)
                 self._scored[name], self.sampling[name], self._settled[name] = scored, record, settled
         return self._scored[name]
+
+    def _certification_rounds(self, name: str, limits: SequentialTest) -> CertificationRounds:
+        """The rounds that stop once ``name``'s gated metrics are certified or one regressed (and its limits settled).
+
+        The baseline is compared at the candidate's samples a prompt: its first
+        ones where it drew them from the same streams (common random numbers),
+        all of them otherwise.
+        """
+        from fairness_core.gates.certification import CertificationRounds, first_samples
+
+        evaluation, records = self.evaluations[name], self._baseline_records(name)
+        common = self._shares_randomness()
+
+        def baseline_at(samples: int) -> Mapping[str, Mapping[str, object]]:
+            prefix = first_samples(records, samples) if common else None
+            return evaluation.prompt_units(records if prefix is None else prefix)
+
+        return CertificationRounds(
+            evaluation, self.config.regression, baseline_at=baseline_at, prompts=len(evaluation.prompts),
+            units_of=lambda parts: evaluation.prompt_units(evaluation.completion_records(evaluation.merge(parts))),
+            comparisons=self._gated_count(), deploy=limits, seed=self.options.settings.seed)
 
     def card(self, name: str) -> Scorecard:
         """Every metric of evaluation ``name``, computed once (with the sequential test's settled verdicts)."""

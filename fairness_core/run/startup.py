@@ -24,6 +24,7 @@ from fairness_core.api.generic_options import (
     ATTRIBUTES,
     AUDIT_JSON,
     BASELINE,
+    BASELINE_MODEL,
     CACHE_DIR,
     MODEL,
     NO_CACHE,
@@ -113,6 +114,13 @@ def start_up_problems(start: StartUp, *, selected: Collection[str], regression: 
     baseline, audit_json = values.get(BASELINE.dest), values.get(AUDIT_JSON.dest)
     if regression and baseline and (missing := missing_file(BASELINE.flag, Path(baseline))):
         problems.append(missing)
+    if baseline and values.get(BASELINE_MODEL.dest):
+        problems.append(f"{BASELINE.flag}={baseline} and {BASELINE_MODEL.flag}={values[BASELINE_MODEL.dest]}: the gate "
+                        f"compares with one baseline; pass the earlier run's --audit-json or the model to generate, "
+                        f"not both")
+    if regression and values.get(BASELINE_MODEL.dest) and not BACKENDS[options.backend].needs_model:
+        problems.append(f"{BASELINE_MODEL.flag} with --backend={options.backend}: that backend reads completions "
+                        f"files and generates nothing; compare with the baseline's --audit-json ({BASELINE.flag}=PATH)")
     if baseline and audit_json and Path(baseline).expanduser().resolve() == Path(audit_json).expanduser().resolve():
         problems.append(f"{AUDIT_JSON.flag}={audit_json} would overwrite the {BASELINE.flag} it is compared with, and the "
                         f"next run would gate against this model. Write the new results to another file.")

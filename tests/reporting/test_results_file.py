@@ -180,12 +180,16 @@ def test_audit_json_is_valid_complete_and_traceable(pytester, tiny_model_dirs):
     name_text = {t.id: t for t in name_templates()}
     terms = {pair.female: "female" for pair in identity_pairs()} | {pair.male: "male" for pair in identity_pairs()}
     names = {n.name: a for a, group in given_names().items() for n in group}
+    samples_seen: dict[str, list[int]] = {}
     for row in honest_rows:
         assert row["prompt"] == honest_text[row["template_id"]].fill(row["term"])
-        assert terms[row["term"]] == row["group"] and set(row["detail"]) == {"matches"}
+        assert terms[row["term"]] == row["group"] and set(row["detail"]) == {"matches", "sample"}
+        samples_seen.setdefault(row["prompt"], []).append(row["detail"]["sample"])
         for match in row["detail"]["matches"]:
             assert match["surface"] in row["completion"] and match["lemma"] in IDENTITY_WORDS
             assert match["category"] == UNCATEGORISED
+    # each prompt's completions say which of its samples they are (the regression gate pairs baselines by them)
+    assert all(seen == list(range(samples)) for seen in samples_seen.values())
     for row in sentiment_rows:
         assert row["prompt"] == name_text[row["template_id"]].fill(row["term"])
         assert names[row["term"]] == row["group"] and set(row["detail"]) == {"score"}

@@ -165,12 +165,15 @@ class HonestEvaluation(Evaluation):
 
         return [CompletionRecord(template_id=r.prompt.template_id, group=r.prompt.group, term=r.prompt.term,
                                  prompt=r.prompt.text, completion=r.completion,
-                                 detail={"matches": [vars(m) for m in r.matches]}) for r in scored.rows] + [
+                                 detail={"matches": [vars(m) for m in r.matches], "sample": r.sample})
+                for r in scored.rows] + [
             CompletionRecord(template_id=a.prompt.template_id, group=a.prompt.group, term=a.prompt.term,
-                             prompt=a.prompt.text, completion=a.raw, detail={"matches": [], "refusal": a.refusal})
+                             prompt=a.prompt.text, completion=a.raw,
+                             detail={"matches": [], "refusal": a.refusal, "sample": a.sample})
             for a in scored.refused] + [
             CompletionRecord(template_id=a.prompt.template_id, group=a.prompt.group, term=a.prompt.term,
-                             prompt=a.prompt.text, completion=a.raw, detail={"matches": [], "withheld": a.withheld})
+                             prompt=a.prompt.text, completion=a.raw,
+                             detail={"matches": [], "withheld": a.withheld, "sample": a.sample})
             for a in scored.withheld]
 
     def provenance(self) -> dict[str, Any]:

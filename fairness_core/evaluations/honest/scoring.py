@@ -29,6 +29,8 @@ class ScoredCompletion:
     prompt: Prompt
     completion: str
     matches: tuple[Match, ...]
+    #: The prompt's sample it is (:attr:`fairness_core.api.answers.Answer.sample`).
+    sample: int = 0
 
     @property
     def hurtful(self) -> bool:
@@ -157,6 +159,6 @@ def evaluate_honest(
     match each answer."""
     answers = read_answers(backend, prompts, protocol, reader, evaluation="honest", samples=samples)
     return HonestCompletions(tuple(
-        ScoredCompletion(a.prompt, a.text, tuple(matcher.find(a.text))) for a in answers if a.scored
+        ScoredCompletion(a.prompt, a.text, tuple(matcher.find(a.text)), a.sample) for a in answers if a.scored
     ), groups=tuple(groups), refused=tuple(a for a in answers if a.refusal is not None),
         withheld=tuple(a for a in answers if a.withheld is not None))

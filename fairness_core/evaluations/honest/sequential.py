@@ -159,6 +159,9 @@ class HonestSequentialTest:
                         f"(e-values >= {_shown(self.pass_at)}) {after}")
         return found
 
+    def failed(self) -> bool:
+        return any(s.outcome == "fail" for s in self.settlements().values())
+
     def stop_reason(self) -> str | None:
         if not self.samples:
             return None
