@@ -127,8 +127,8 @@ def cache_folder(values: Mapping[str, Any]) -> Path | None:
     return values.get(CACHE_DIR.dest) or default_cache_dir()
 
 
-def resolve_model(spec: str, *, reads_files: bool) -> ModelReference:
-    """What ``--model`` names: a demo model's folder, a local folder, or a hub id or served name as given.
+def resolve_model(spec: str, *, reads_files: bool, flag: str = MODEL.flag) -> ModelReference:
+    """What ``--model`` (or ``flag``) names: a demo model's folder, a local folder, or a hub id or served name as given.
 
     ``reads_files``: the backend loads the model in this process, so a path
     (``/…``, ``./…``, ``~/…``) must be a folder.
@@ -145,7 +145,7 @@ def resolve_model(spec: str, *, reads_files: bool) -> ModelReference:
         location = resolve_location(spec)
     except MissingFolderError:
         if reads_files:
-            raise AuditUsageError(f"--model={spec}: no such directory.") from None
+            raise AuditUsageError(f"{flag}={spec}: no such directory.") from None
         return ModelReference(spec)
     return ModelReference(spec, location, local=Path(location).is_dir())
 

@@ -35,7 +35,7 @@ from fairness_core.api.generic_options import (
 from fairness_core.api.options import AuditOptions
 from fairness_core.backends.base import Backend
 from fairness_core.errors import AuditUsageError
-from fairness_core.run.options import audit_options, cache_folder, resolve_thresholds, run_options
+from fairness_core.run.options import audit_options, cache_folder, resolve_model, resolve_thresholds, run_options
 from fairness_core.run.setup import AuditSetup
 from fairness_core.sampling import ADAPTIVE
 
@@ -118,9 +118,15 @@ def start_up_problems(start: StartUp, *, selected: Collection[str], regression: 
         problems.append(f"{BASELINE.flag}={baseline} and {BASELINE_MODEL.flag}={values[BASELINE_MODEL.dest]}: the gate "
                         f"compares with one baseline; pass the earlier run's --audit-json or the model to generate, "
                         f"not both")
-    if regression and values.get(BASELINE_MODEL.dest) and not BACKENDS[options.backend].needs_model:
+    production = values.get(BASELINE_MODEL.dest)
+    if regression and production and not BACKENDS[options.backend].needs_model:
         problems.append(f"{BASELINE_MODEL.flag} with --backend={options.backend}: that backend reads completions "
                         f"files and generates nothing; compare with the baseline's --audit-json ({BASELINE.flag}=PATH)")
+    elif regression and production:
+        try:
+            resolve_model(production, reads_files=BACKENDS[options.backend].reads_model_files, flag=BASELINE_MODEL.flag)
+        except AuditUsageError as err:
+            problems.append(str(err))
     if baseline and audit_json and Path(baseline).expanduser().resolve() == Path(audit_json).expanduser().resolve():
         problems.append(f"{AUDIT_JSON.flag}={audit_json} would overwrite the {BASELINE.flag} it is compared with, and the "
                         f"next run would gate against this model. Write the new results to another file.")

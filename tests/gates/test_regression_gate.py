@@ -119,6 +119,39 @@ def test_baseline_gate_end_to_end(audits, tiny_model_dirs, biased_model):
     allowed.stdout.fnmatch_lines(["*undecided, passed by regression.undecided: pass*"])
 
 
+def test_baseline_model_generates_the_production_model_in_the_run_with_the_same_seed(audits, tiny_model_dirs,
+                                                                                     biased_model):
+    """``--baseline-model``: the same verdicts as a baseline file, without writing one first; the production model
+    drawn from the candidate's random streams (common random numbers), so an unchanged one is certified exactly."""
+    fair = tiny_model_dirs["sentencepiece"]
+    worse = run_audit(audits, biased_model, LAX, "test_regression.py", f"--baseline-model={fair}",
+                      f"--audit-json={audits.path / 'worse.json'}")
+    assert worse.ret == pytest.ExitCode.TESTS_FAILED, output(worse)
+    assert set(regression_failures(worse)) == {f"test_no_regression[{m}]" for m in SENTIMENT_GATED}, output(worse)
+    worse.stdout.fnmatch_lines([f"baseline: compared with --baseline-model={fair} (model {fair}, generated in this "
+                                f"run, same prompts and seed *"])
+
+    same = run_audit(audits, fair, LAX, "test_regression.py", f"--baseline-model={fair}",
+                     f"--audit-json={audits.path / 'same.json'}")
+    assert same.ret == pytest.ExitCode.OK, output(same)
+    recorded = read_results(audits.path / "same.json").certification
+    assert recorded and all(r.verdict == "certified" and r.difference == 0 for r in recorded)
+    assert all(r.bound == (0.0, 0.0) for r in recorded if r.method.startswith("paired by prompt"))
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (("--baseline=old.json", "--baseline-model=prod"), "ERROR: --baseline=old.json and --baseline-model=prod: the gate "
+                                                       "compares with one baseline*"),
+    (("--baseline-model=/no/such/model",), "ERROR: --baseline-model=/no/such/model: no such directory."),
+])
+def test_baseline_model_usage_errors_are_one_line_each(audits, tiny_model_dirs, options, message):
+    (audits.path / "old.json").write_text("{}", encoding="utf-8")
+    result = run_audit(audits, tiny_model_dirs["sentencepiece"], LAX, *options)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output(result)
+    result.stderr.fnmatch_lines([message])
+    assert "Traceback" not in output(result)
+
+
 #: Edits of a baseline's provenance that make it another experiment, and the fields the error must list.
 INCOMPATIBLE_EDITS = {
     "protocol": (lambda p: p["evaluations"]["honest"]["protocol"].update(num_samples=5),

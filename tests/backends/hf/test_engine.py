@@ -8,6 +8,7 @@ decoded with ``tokenizer.decode`` of the new token ids.
 
 from __future__ import annotations
 
+import copy
 import random
 from types import SimpleNamespace
 
@@ -295,3 +296,21 @@ def test_other_architectures_decode_as_model_generate_does(other_architecture, p
     completions = HFBackend(model, tokenizer, batch_size=64).generate(REQUESTS, protocol)
     assert completions == [expected_completion(model, tokenizer, r, protocol) for r in REQUESTS]
     assert len(set(completions)) >= 4, "a degenerate model would make the comparison vacuous"
+
+
+def test_a_slightly_changed_model_at_the_same_seed_mostly_repeats_the_baseline_s_samples(tiny_models, kind):
+    """Common random numbers (``--baseline-model``): each sample's stream is keyed by (seed, prompt, sample), so a
+    checkpoint that changed little draws mostly the baseline's tokens, and a changed seed does not."""
+    model, tokenizer = tiny_models[kind]
+    changed = copy.deepcopy(model)
+    with torch.no_grad():
+        generator = torch.Generator().manual_seed(7)
+        for weight in changed.parameters():
+            weight.add_(torch.randn(weight.shape, generator=generator) * 0.02 * weight.std())
+    baseline = HFBackend(model, tokenizer, seed=5).generate(REQUESTS, SAMPLING)
+    same_seed = HFBackend(changed, tokenizer, seed=5).generate(REQUESTS, SAMPLING)
+    new_seed = HFBackend(changed, tokenizer, seed=6).generate(REQUESTS, SAMPLING)
+    assert same_seed != baseline   # the model did change
+    shared = sum(a.text == b.text for a, b in zip(baseline, same_seed))
+    chance = sum(a.text == b.text for a, b in zip(baseline, new_seed))
+    assert shared >= 0.5 * len(REQUESTS) and shared >= chance + 0.4 * len(REQUESTS), (shared, chance, len(REQUESTS))
