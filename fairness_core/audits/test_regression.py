@@ -43,8 +43,9 @@ def test_no_regression(audit, metric):
                               verdict=verdict, sample=f"this run: {current.sample}; baseline: {baseline.sample}"),
             metric=metric, summary=f"REGRESSION vs baseline {model}: {metric}: {verdict}", kind="regression",
         )
-    needed = (f"; a certification is expected to need about {comparison.needed} completions"
-              if comparison.needed else "; no run of this design is expected to certify it")
+    needed = ("" if not math.isfinite(comparison.lower)  # not judged: the method says why
+              else f"; a certification is expected to need about {comparison.needed} completions" if comparison.needed
+              else "; no run of this design is expected to certify it")
     if audit.config.regression.undecided == "pass":
         audit.notes.append(f"baseline: {metric} undecided, passed by regression.undecided: pass ({verdict}{needed})")
         return

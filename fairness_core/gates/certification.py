@@ -313,6 +313,10 @@ class CertificationRounds:
         return (self.deploy is not None and self.deploy.failed()) or any(c.verdict == REGRESSION for c in self.found)
 
     def stop_reason(self) -> str | None:
+        # Nothing is certified before the first look (the burn-in): a limit that fails at once (a clearly biased
+        # model, after one sample a prompt) stops the run there, so that the gate still says what regressed.
+        if self.samples < min(self.looks):
+            return None
         limits = self.deploy.stop_reason() if self.deploy is not None else None
         if limits is not None and self.deploy is not None and self.deploy.failed():
             return limits

@@ -126,14 +126,15 @@ class FailsAt:
 
 def test_a_settled_failure_of_the_limits_stops_the_run_and_the_verdicts_are_the_sequence_s_there(honest, model):
     same = rounds_of(honest, model, 2)
-    test = certification(honest, same, deploy=FailsAt(6))
+    test = certification(honest, same, deploy=FailsAt(5))
     _, record = run(same, test)
-    assert (record.samples_per_prompt, record.ending, record.stopped) == (6, "failure", "settled: a limit fails")
-    assert all("confidence sequence at 0.30" in c.method for c in test.verdicts())
-    early = certification(honest, same, deploy=FailsAt(2))
+    assert (record.samples_per_prompt, record.ending, record.stopped) == (5, "failure", "settled: a limit fails")
+    assert all("confidence sequence at 0.25" in c.method for c in test.verdicts())
+    # a limit that fails before the first look (the burn-in, 4 of 20) stops the run there: the gate is judged
+    early = certification(honest, same, deploy=FailsAt(1))
     _, record = run(same, early)
-    assert record.samples_per_prompt == 2
-    assert all(c.verdict == "undecided" and "burn-in" in c.method for c in early.verdicts())
+    assert (record.samples_per_prompt, record.ending) == (4, "failure")
+    assert {c.verdict for c in early.verdicts()} == {"certified"}
 
 
 def test_certified_metrics_wait_for_the_limits_test_to_settle(honest, model):
