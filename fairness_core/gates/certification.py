@@ -29,7 +29,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fairness_core.config.thresholds import RegressionConfig
-from fairness_core.gates.noninferiority import BURN_IN, CERTIFIED, REGRESSION, UNDECIDED, Comparison, compare
+from fairness_core.gates.noninferiority import (
+    BURN_IN,
+    CERTIFIED,
+    REGRESSION,
+    UNDECIDED,
+    Comparison,
+    compare,
+    needed_fraction,
+)
 from fairness_core.gates.regression import metric_name
 from fairness_core.statistics import group_resamples, standard_error_towards
 
@@ -222,8 +230,6 @@ def plan_lines(baseline: AuditResults, evaluations: Mapping[str, Evaluation], co
     share of the budget at which the confidence sequence (adaptive) or a single
     look (fixed) certifies a difference of 0.
     """
-    from fairness_core.gates.noninferiority import needed_fraction
-
     gated = [m for e in evaluations.values() for m in e.gated_metrics()]
     level = config.alpha / max(len(gated), 1)
     lines = [f"certification against the baseline (alpha {config.alpha:g} over {len(gated)} gated metrics; an "
@@ -242,16 +248,28 @@ def plan_lines(baseline: AuditResults, evaluations: Mapping[str, Evaluation], co
             continue
         for metric, (_, _, _, error) in changes.items():
             tolerance = tolerance_of(metric, config)
-            shares = [needed_fraction(error / math.sqrt(2), 1.0, tolerance, alpha=level, sequential=sequential)
-                      if math.isfinite(error) else None for sequential in (True, False)]
-            # An adaptive run judges nothing before its burn-in.
-            shares[0] = None if shares[0] is None else max(shares[0], BURN_IN)
+            shares = [_adaptive_share(error / math.sqrt(2), tolerance, level) if math.isfinite(error) else None,
+                      needed_fraction(error / math.sqrt(2), 1.0, tolerance, alpha=level, sequential=False)
+                      if math.isfinite(error) else None]
             shown = [f"{math.ceil(share * len(records))}" if share is not None and share <= 1 else
                      "beyond" if share is not None else "never" for share in shares]
             lines.append(f"  {metric:48s} {tolerance:9g} {shown[0]:>10s} {shown[1]:>10s} {len(records):8d}")
     lines.append("  (completions of the candidate; 'beyond': more than the fixed budget; 'never': not certifiable at "
                  "these counts)")
+    lines.append("  (for a candidate sampled independently of the baseline; one drawn from the baseline's random streams "
+                 "(--baseline-model, or a baseline file of the same --seed and backend) needs fewer as it changed less: "
+                 "an unchanged one is certified at the first look)")
     return lines
+
+
+def _adaptive_share(error: float, tolerance: float, level: float) -> float | None:
+    """The share of the budget at which :class:`CertificationRounds` is expected to certify an unchanged model whose
+    standard error at the budget is ``error``: the sequence's (from the burn-in on), else the budget's look."""
+    share = needed_fraction(error, 1.0, tolerance, alpha=level * INTERIM_SHARE, sequential=True)
+    if share is not None and share < 1:
+        return max(share, BURN_IN)
+    last = needed_fraction(error, 1.0, tolerance, alpha=level * INTERIM_SHARE, sequential=False)
+    return 1.0 if last is not None and last <= 1 else last
 
 
 def _halves(records: Sequence[CompletionRecord]) -> tuple[list[CompletionRecord], list[CompletionRecord]]:
