@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from fairness_core.api.answers import AnswerReader
+from fairness_core.api.generic_options import PROMPT_FORMAT
 from fairness_core.api.prompts import Prompt, PromptSet
+from fairness_core.backends.prompt_formats import PromptFormat
 from fairness_core.config.option_types import Option
 
 if TYPE_CHECKING:
@@ -30,7 +32,6 @@ if TYPE_CHECKING:
 
     from fairness_core.api.options import AuditOptions
     from fairness_core.backends.base import Backend
-    from fairness_core.backends.prompt_formats import PromptFormat
     from fairness_core.config.attribute_sets import AttributeSet
     from fairness_core.config.thresholds import AuditConfig, SamplingProtocol
     from fairness_core.reporting.results import AuditResults, CompletionRecord
@@ -44,6 +45,8 @@ Direction = Literal["lower", "higher", "ratio", "zero"]
 
 #: The values a share or a distance between scores in [0, 1] can take.
 SHARE = (0.0, 1.0)
+#: The values a difference of two shares, or a bias score, can take.
+SIGNED = (-1.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -152,8 +155,9 @@ class Evaluation:
         self.protocol: SamplingProtocol = self.limits.protocol
         self.groups: tuple[str, ...] = self.build_groups(attributes)
         self.prompts: tuple[Prompt, ...] = self.build_prompts(attributes)
-        #: How outputs are read (refusals, echoes): set by the run for its ``--prompt-format``.
-        self.answers = AnswerReader()
+        #: How outputs are read (refusals, echoes) under the run's ``--prompt-format``: known from the option values,
+        #: so that what the evaluation gates (a refusal gap under a chat format) is known before the run.
+        self.answers = AnswerReader(PromptFormat(values.get(PROMPT_FORMAT.dest) or PROMPT_FORMAT.default))
 
     # --- what the evaluation asks ------------------------------------------------------------------------
 
