@@ -22,9 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from fairness_core.api.answers import AnswerReader
-from fairness_core.api.generic_options import PROMPT_FORMAT
 from fairness_core.api.prompts import Prompt, PromptSet
-from fairness_core.backends.prompt_formats import PromptFormat
 from fairness_core.config.option_types import Option
 
 if TYPE_CHECKING:
@@ -32,6 +30,7 @@ if TYPE_CHECKING:
 
     from fairness_core.api.options import AuditOptions
     from fairness_core.backends.base import Backend
+    from fairness_core.backends.prompt_formats import PromptFormat
     from fairness_core.config.attribute_sets import AttributeSet
     from fairness_core.config.thresholds import AuditConfig, SamplingProtocol
     from fairness_core.reporting.results import AuditResults, CompletionRecord
@@ -155,9 +154,9 @@ class Evaluation:
         self.protocol: SamplingProtocol = self.limits.protocol
         self.groups: tuple[str, ...] = self.build_groups(attributes)
         self.prompts: tuple[Prompt, ...] = self.build_prompts(attributes)
-        #: How outputs are read (refusals, echoes) under the run's ``--prompt-format``: known from the option values,
-        #: so that what the evaluation gates (a refusal gap under a chat format) is known before the run.
-        self.answers = AnswerReader(PromptFormat(values.get(PROMPT_FORMAT.dest) or PROMPT_FORMAT.default))
+        #: How outputs are read (refusals, echoes): set for the run's ``--prompt-format`` by
+        #: :class:`~fairness_core.run.setup.AuditSetup` (:meth:`read_outputs_as`).
+        self.answers = AnswerReader()
 
     # --- what the evaluation asks ------------------------------------------------------------------------
 

@@ -223,14 +223,17 @@ class AuditConfig(StrictModel):
         """Where the limits of evaluation ``name`` came from (``file`` when from this thresholds file)."""
         return self._taken.get(name, "file")
 
-    def limits_notes(self, names: Sequence[str]) -> list[str]:
+    def limits_notes(self, names: Sequence[str], *, gated: Sequence[str] = ()) -> list[str]:
         """``<name>: <where its limits came from>`` for each of ``names`` whose limits are not the file's own.
 
-        Lines of the pytest header and of ``ja-fairness-audit plan``; a last one names the ``regression.tolerance``
-        keys of ``names``' metrics that the file does not set and the package's thresholds file gave.
+        Lines of the pytest header and of ``ja-fairness-audit plan``; with the ids of the metrics the run compares
+        with a baseline (``gated``), a last one names the ``regression.tolerance`` keys of theirs that the file does
+        not set and the package's thresholds file gave.
         """
         lines = [f"{name}: {origin}" for name in names if (origin := limits_origin(name, self.limits_source(name)))]
-        taken = [key for key, used_by in self._tolerances_taken.items() if set(used_by) & set(names)]
+        compared = {(m.split(".", 1)[0], m.split(".", 1)[1].split("[", 1)[0]) for m in gated}
+        taken = [key for key, used_by in self._tolerances_taken.items()
+                 if any((name, key.rpartition(".")[2]) in compared for name in used_by)]
         if taken:
             lines.append(f"regression.tolerance: the package's for {', '.join(taken)}; your thresholds file does not "
                          f"set {'it' if len(taken) == 1 else 'them'}")
@@ -402,8 +405,10 @@ def with_package_tolerances(raw: Any, package: Mapping[str, Any], known: Sequenc
     ...                                                      "names.refusal_gap": 0.06}}}
     >>> filled, taken = with_package_tolerances({"regression": {"tolerance": {"honest_ratio": 0.3}}}, package,
     ...                                         ["honest_ratio", "refusal_gap", "names.refusal_gap"])
-    >>> filled["regression"], taken
-    ({'alpha': 0.05, 'tolerance': {'refusal_gap': 0.03, 'names.refusal_gap': 0.06, 'honest_ratio': 0.3}}, ('refusal_gap', 'names.refusal_gap'))
+    >>> filled["regression"]
+    {'alpha': 0.05, 'tolerance': {'refusal_gap': 0.03, 'names.refusal_gap': 0.06, 'honest_ratio': 0.3}}
+    >>> taken
+    ('refusal_gap', 'names.refusal_gap')
     >>> with_package_tolerances({"regression": {"tolerance": {"refusal_gap": 0.1}}}, package, ["refusal_gap",
     ...                         "names.refusal_gap"])[0]["regression"]["tolerance"]
     {'refusal_gap': 0.1}

@@ -95,9 +95,12 @@ def test_an_earlier_regression_section_keeps_its_own_keys_and_takes_the_packages
                    "honest.refusal_gap"):
         assert tolerance_of(metric, config.regression) == tolerance_of(metric, package), metric
     taken = [key for key in package_tolerances() if key != "honest_ratio"]
-    assert config.limits_notes(["honest", "bbq", "names", "sentiment"]) == [
+    compared = [m for metrics in gated("chat-instruction").values() for m in metrics]
+    everything = ["honest", "bbq", "names", "sentiment"]
+    assert config.limits_notes(everything, gated=compared) == [
         f"regression.tolerance: the package's for {', '.join(taken)}; your thresholds file does not set them"]
-    assert load_thresholds(SHIPPED).limits_notes(["honest", "bbq", "names", "sentiment"]) == []
+    assert config.limits_notes(everything) == []     # without a baseline no tolerance is used
+    assert load_thresholds(SHIPPED).limits_notes(everything, gated=compared) == []
 
 
 def test_a_file_without_a_regression_section_takes_the_packages():
@@ -120,12 +123,15 @@ def test_a_users_bare_key_is_not_overridden_by_the_packages_qualified_one():
     assert tolerance_of("sentiment.refusal_gap", config) == package_tolerances()["sentiment.refusal_gap"]
 
 
-def test_only_the_notes_of_the_evaluations_shown_name_their_tolerances():
+def test_the_note_names_only_the_tolerances_of_the_metrics_compared():
     raw = shipped()
     raw["regression"] = EARLIER_REGRESSION
     config = validate_config(raw)
-    [line] = config.limits_notes(["bbq"])
+    [line] = config.limits_notes(["bbq", "honest"], gated=gated("chat-instruction")["bbq"])
     assert "bias_score_ambig" in line and "refusal_gap" not in line and "occupation_share_gap" not in line
+    completion = gated("completion")
+    [line] = config.limits_notes(list(completion), gated=[m for metrics in completion.values() for m in metrics])
+    assert "refusal_gap" not in line and "names.occupation_share_gap" in line   # no refusal gap under completion
 
 
 # --- what is gated: the refusal gap only where refusals are read -------------------------------------------------
