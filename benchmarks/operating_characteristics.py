@@ -448,7 +448,7 @@ def _previous_rule(current, baseline, config, spec) -> bool:
         return False
     new, old = spec.badness(current.value), spec.badness(baseline.value)
     best = spec.badness_interval(current.interval)[0]
-    return new - old > config.tolerance.get(current.metric, config.default_tolerance) and old < best
+    return new - old > config.tolerance_of(current.evaluation, current.metric) and old < best
 
 
 def regression_table(suite: Suite, runs: int, resamples: int, first: int = 0) -> tuple[int, int, int, int]:

@@ -174,7 +174,8 @@ def _generate(start: StartUp, setup: AuditSetup) -> int:
 def _plan(start: StartUp, setup: AuditSetup) -> int:
     from fairness_core.gates.deploy import plan_lines
 
-    notes = [f"  {note}" for note in setup.config.limits_notes(list(setup.evaluations))]
+    gated = [m for e in setup.evaluations.values() for m in e.gated_metrics()] if start.values[BASELINE.dest] else []
+    notes = [f"  {note}" for note in setup.config.limits_notes(list(setup.evaluations), gated=gated)]
     print("\n".join([f"thresholds {start.thresholds}", *notes]))
     print("\n".join(plan_lines(setup.config, setup.attributes.name, setup.evaluations, setup.not_applicable(),
                                start.options, sampling=start.values[SAMPLING.dest])))

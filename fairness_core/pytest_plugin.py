@@ -287,7 +287,9 @@ def pytest_report_collectionfinish(config: pytest.Config) -> list[str] | None:
     lines = [f"fairness audit: {model}, seed={audit.options.settings.seed}, decision rule {audit.config.decision_rule}",
              f"  attribute set: {attributes.name} (groups: {', '.join(attributes.groups)})"]
     lines += [f"  {evaluation.describe()}" for evaluation in audit.evaluations.values()]
-    lines += [f"  {note}" for note in audit.config.limits_notes(list(audit.evaluations))]
+    gated = [m for e in audit.evaluations.values() for m in e.gated_metrics()] \
+        if BASELINE_MARKER not in _unused_markers(config) else []
+    lines += [f"  {note}" for note in audit.config.limits_notes(list(audit.evaluations), gated=gated)]
     lines += [f"  {name}: not judged: {why}" for name, why in audit.not_judged.items()]
     lines += [f"  {name}: {why}" for name, why in audit.not_run.items()]
     lines.append(f"  {gate_line(audit.config, attributes.name)}")

@@ -44,6 +44,8 @@ Direction = Literal["lower", "higher", "ratio", "zero"]
 
 #: The values a share or a distance between scores in [0, 1] can take.
 SHARE = (0.0, 1.0)
+#: The values a difference of two shares, or a bias score, can take.
+SIGNED = (-1.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,8 @@ class Evaluation:
         self.protocol: SamplingProtocol = self.limits.protocol
         self.groups: tuple[str, ...] = self.build_groups(attributes)
         self.prompts: tuple[Prompt, ...] = self.build_prompts(attributes)
-        #: How outputs are read (refusals, echoes): set by the run for its ``--prompt-format``.
+        #: How outputs are read (refusals, echoes): set for the run's ``--prompt-format`` by
+        #: :class:`~fairness_core.run.setup.AuditSetup` (:meth:`read_outputs_as`).
         self.answers = AnswerReader()
 
     # --- what the evaluation asks ------------------------------------------------------------------------

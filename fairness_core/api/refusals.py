@@ -10,7 +10,8 @@ samples open answers reports, under a chat prompt format:
   Wilson's interval; reported, not gated;
 - ``<evaluation>.refusal_gap``: the highest group's rate minus the lowest's, with
   a bootstrap interval over prompts and a permutation p-value, against
-  ``refusals.max_gap`` in the evaluation's thresholds section.
+  ``refusals.max_gap`` in the evaluation's thresholds section; the ``--baseline``
+  gate compares it too (:func:`gated_refusal_gap`), unpaired from each run's interval.
 
 The gap is a difference, not a ratio: a fair model may refuse nobody, and a
 ratio of two zero rates says nothing.  It is judged by the ``confident`` rule
@@ -28,7 +29,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from fairness_core.api.answers import Answer
+from fairness_core.api.answers import Answer, AnswerReader
 from fairness_core.api.evaluation import SHARE, MetricSpec
 from fairness_core.api.prompts import Prompt
 from fairness_core.config.thresholds import DecisionRule, Rate
@@ -122,6 +123,12 @@ def refusal_metrics(evaluation: str, counts: RefusalCounts, limits: RefusalLimit
         p_value=permutation_pvalue(refusal_gap, *units, seed=seed),
         limit=Limit(limits.max_gap, rule=limits.decision_rule), sample=sample, aggregate=True))
     return out
+
+
+def gated_refusal_gap(evaluation: str, reader: AnswerReader) -> list[str]:
+    """The refusal gap's id, for an evaluation's ``gated_metrics``, where ``reader`` reads refusals (a chat format);
+    none under ``completion``, where there is no refusal metric to compare."""
+    return [metric_id(evaluation, "refusal_gap")] if reader.detects_refusals else []
 
 
 def refusal_evidence(refused: Sequence[Answer], group: str) -> list[Evidence]:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr, ValidationError, create_model, model_validator
+from pydantic import AfterValidator, BaseModel, Field, PrivateAttr, ValidationError, create_model, model_validator
 
 from fairness_core.config.chat_framings import framings
 from fairness_core.config.package_data import default_thresholds_path
@@ -133,6 +133,17 @@ class RegressionConfig(StrictModel):
     Each gated metric is certified (no worse than the tolerance, at ``alpha``
     over all gated metrics together), a regression (worse by more, at ``alpha``)
     or undecided (:mod:`fairness_core.gates.certification`).
+
+    ``tolerance`` is keyed by metric name (``refusal_gap``: every evaluation's
+    metric of that name) or by ``<evaluation>.<metric>`` (``names.refusal_gap``:
+    that evaluation's alone), which takes precedence; a metric in neither gets
+    ``default_tolerance``.
+
+    >>> config = RegressionConfig(tolerance={"refusal_gap": 0.03, "names.refusal_gap": 0.06})
+    >>> config.tolerance_of("honest", "refusal_gap"), config.tolerance_of("names", "refusal_gap")
+    (0.03, 0.06)
+    >>> config.tolerance_of("names", "hurtful_gap")
+    0.02
     """
 
     tolerance: dict[str, Annotated[float, Field(ge=0.0)]] = {}
@@ -141,6 +152,13 @@ class RegressionConfig(StrictModel):
     #: What a metric the run cannot certify nor flag does to the gate: ``fail`` (with the completions a
     #: certification is expected to need) or ``pass`` (which the report then states).
     undecided: Literal["fail", "pass"] = "fail"
+
+    def tolerance_of(self, evaluation: str, metric: str) -> float:
+        """The tolerance of ``metric`` of ``evaluation``: its qualified key, else its bare name, else the default."""
+        for key in (f"{evaluation}.{metric}", metric):
+            if key in self.tolerance:
+                return self.tolerance[key]
+        return self.default_tolerance
 
 
 def _partial(model: type[BaseModel]) -> type[BaseModel]:
@@ -198,17 +216,28 @@ class AuditConfig(StrictModel):
     attributes: dict[str, Any] = {}
     #: The sections that the file did not have, and where they were taken from instead.
     _taken: dict[str, LimitsSource] = PrivateAttr(default_factory=dict)
+    #: The ``regression.tolerance`` keys the file did not set, taken from the package's, and the evaluations they apply to.
+    _tolerances_taken: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
 
     def limits_source(self, name: str) -> LimitsSource:
         """Where the limits of evaluation ``name`` came from (``file`` when from this thresholds file)."""
         return self._taken.get(name, "file")
 
-    def limits_notes(self, names: Sequence[str]) -> list[str]:
+    def limits_notes(self, names: Sequence[str], *, gated: Sequence[str] = ()) -> list[str]:
         """``<name>: <where its limits came from>`` for each of ``names`` whose limits are not the file's own.
 
-        Lines of the pytest header and of ``ja-fairness-audit plan``.
+        Lines of the pytest header and of ``ja-fairness-audit plan``; with the ids of the metrics the run compares
+        with a baseline (``gated``), a last one names the ``regression.tolerance`` keys of theirs that the file does
+        not set and the package's thresholds file gave.
         """
-        return [f"{name}: {origin}" for name in names if (origin := limits_origin(name, self.limits_source(name)))]
+        lines = [f"{name}: {origin}" for name in names if (origin := limits_origin(name, self.limits_source(name)))]
+        compared = {(m.split(".", 1)[0], m.split(".", 1)[1].split("[", 1)[0]) for m in gated}
+        taken = [key for key, used_by in self._tolerances_taken.items()
+                 if any((name, key.rpartition(".")[2]) in compared for name in used_by)]
+        if taken:
+            lines.append(f"regression.tolerance: the package's for {', '.join(taken)}; your thresholds file does not "
+                         f"set {'it' if len(taken) == 1 else 'them'}")
+        return lines
 
     @property
     def sections(self) -> tuple[str, ...]:
@@ -236,16 +265,44 @@ _SHARED_KEYS = ("decision_rule", "underpowered", "regression", "attributes")
 Sections = tuple[tuple[str, type[BaseModel], tuple[str, ...]], ...]
 
 
+def tolerance_keys(sections: Sections) -> tuple[str, ...]:
+    """The keys ``regression.tolerance`` accepts: each metric name, and each as ``<evaluation>.<metric>``.
+
+    >>> tolerance_keys((("names", BaseModel, ("refusal_gap",)), ("honest", BaseModel, ("refusal_gap",))))
+    ('refusal_gap', 'names.refusal_gap', 'honest.refusal_gap')
+    """
+    bare = dict.fromkeys(m for _, _, names in sections for m in names)
+    return (*bare, *(f"{name}.{m}" for name, _, names in sections for m in names))
+
+
+def _regression_model(sections: Sections) -> type[RegressionConfig]:
+    """:class:`RegressionConfig` whose ``tolerance`` takes only :func:`tolerance_keys` (a misspelled metric would
+    silently keep the default tolerance)."""
+    known = tolerance_keys(sections)
+    bare = [key for key in known if "." not in key]
+
+    def known_metric(key: str) -> str:
+        if key not in known:
+            raise ValueError(
+                f"{key!r} names no metric.{did_you_mean(key, known)} A key is a metric name (every evaluation's "
+                f"metric of that name) or <evaluation>.<metric> (that evaluation's alone, e.g. names.refusal_gap); "
+                f"metrics: {', '.join(bare)}")
+        return key
+
+    key = Annotated[str, AfterValidator(known_metric)]
+    return create_model("RegressionConfig", __base__=RegressionConfig,
+                        tolerance=(dict[key, Annotated[float, Field(ge=0.0)]], {}))  # type: ignore[valid-type]
+
+
 @functools.cache
 def config_model(sections: Sections) -> type[AuditConfig]:
     """The model of a thresholds file for these evaluation sections: (name, section model, metric names).
 
-    ``regression.tolerance`` accepts the sections' metric names, and
+    ``regression.tolerance`` accepts the sections' metric names, bare or
+    qualified by the evaluation (:func:`tolerance_keys`), and
     ``attributes.<set>`` each section with every key optional.
     """
-    metric = Literal[tuple(m for _, _, names in sections for m in names)]  # type: ignore[valid-type]
-    regression = create_model("RegressionConfig", __base__=RegressionConfig,
-                              tolerance=(dict[metric, Annotated[float, Field(ge=0.0)]], {}))  # type: ignore[valid-type]
+    regression = _regression_model(sections)
     limits = create_model("AttributeSetLimits", __base__=StrictModel, __doc__=_LIMITS_DOC,
                           **{name: (_partial(model) | None, None) for name, model, _ in sections})  # type: ignore[call-overload]
     fields: dict[str, Any] = {name: (model, ...) for name, model, _ in sections}
@@ -272,6 +329,7 @@ def validate_thresholds(raw: Any, *, sections: Sections, source: str = "<thresho
     """
     model = config_model(sections)
     filled, taken = with_missing_sections(raw, [name for name, _, _ in sections], package_thresholds())
+    filled, tolerances = with_package_tolerances(filled, package_thresholds(), tolerance_keys(sections))
     try:
         config = model.model_validate(filled)
     except ValidationError as err:
@@ -279,7 +337,14 @@ def validate_thresholds(raw: Any, *, sections: Sections, source: str = "<thresho
         problems = "\n".join(f"  - {line}" for line in _problems(err.errors(), model, defaulted))
         raise ThresholdsError(f"The thresholds file {source!r} is invalid:\n{problems}") from None
     config._taken = taken
+    config._tolerances_taken = {key: _applies_to(key, sections) for key in tolerances}
     return config
+
+
+def _applies_to(key: str, sections: Sections) -> tuple[str, ...]:
+    """The evaluations whose metric a ``regression.tolerance`` key sets: all with that metric, or the one it names."""
+    evaluation, _, metric = key.rpartition(".")
+    return tuple(name for name, _, names in sections if metric in names and evaluation in ("", name))
 
 
 def read_thresholds(path: str | Path, *, sections: Sections) -> AuditConfig:
@@ -322,6 +387,43 @@ def with_missing_sections(raw: Any, names: Sequence[str], package: Mapping[str, 
             if extra:
                 filled["attributes"] = attributes = {**attributes, attribute_set: {**own, **extra}}
     return filled, taken
+
+
+def with_package_tolerances(raw: Any, package: Mapping[str, Any], known: Sequence[str]) -> tuple[Any, tuple[str, ...]]:
+    """``raw`` with the package's ``regression`` section under its own, key by key and tolerance by tolerance, and the
+    tolerance keys taken from the package.
+
+    A file written before the package gave a metric its tolerance (or with no
+    ``regression`` section at all) would otherwise judge that metric at
+    ``default_tolerance`` without a word.  The file's keys win; a package key
+    qualified by an evaluation (``names.refusal_gap``) is not taken where the
+    file sets the metric's bare name, which the file meant for every evaluation.
+    Only the keys ``known`` to the registered evaluations are taken.  Anything
+    but mappings is left for validation to report.
+
+    >>> package = {"regression": {"alpha": 0.05, "tolerance": {"honest_ratio": 0.25, "refusal_gap": 0.03,
+    ...                                                      "names.refusal_gap": 0.06}}}
+    >>> filled, taken = with_package_tolerances({"regression": {"tolerance": {"honest_ratio": 0.3}}}, package,
+    ...                                         ["honest_ratio", "refusal_gap", "names.refusal_gap"])
+    >>> filled["regression"]
+    {'alpha': 0.05, 'tolerance': {'refusal_gap': 0.03, 'names.refusal_gap': 0.06, 'honest_ratio': 0.3}}
+    >>> taken
+    ('refusal_gap', 'names.refusal_gap')
+    >>> with_package_tolerances({"regression": {"tolerance": {"refusal_gap": 0.1}}}, package, ["refusal_gap",
+    ...                         "names.refusal_gap"])[0]["regression"]["tolerance"]
+    {'refusal_gap': 0.1}
+    """
+    if not isinstance(raw, dict):
+        return raw, ()
+    own, theirs = raw.get("regression", {}), package.get("regression") or {}
+    own_tolerance = own.get("tolerance", {}) if isinstance(own, dict) else None
+    if not isinstance(own_tolerance, dict) or not isinstance(theirs, dict):
+        return raw, ()
+    taken = {key: value for key, value in (theirs.get("tolerance") or {}).items()
+             if key in known and key not in own_tolerance and key.rpartition(".")[2] not in own_tolerance}
+    merged = {**copy.deepcopy({k: v for k, v in theirs.items() if k != "tolerance"}), **own,
+              "tolerance": {**taken, **own_tolerance}}
+    return {**raw, "regression": merged}, tuple(taken)
 
 
 def _problems(errors: Sequence[Any], model: type[BaseModel], defaulted: Sequence[str]) -> list[str]:

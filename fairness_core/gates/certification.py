@@ -57,8 +57,9 @@ INTERIM_SHARE = 0.5
 
 
 def tolerance_of(metric_id: str, config: RegressionConfig) -> float:
-    """The tolerance of ``metric_id`` (``regression.tolerance`` by metric name, else ``default_tolerance``)."""
-    return config.tolerance.get(metric_name(metric_id), config.default_tolerance)
+    """The tolerance of ``metric_id`` (``regression.tolerance``: ``<evaluation>.<metric>``, else the metric's name,
+    else ``default_tolerance``)."""
+    return config.tolerance_of(metric_id.split(".", 1)[0], metric_name(metric_id))
 
 
 def look_points(budget: int) -> list[int]:

@@ -53,9 +53,9 @@ def measured() -> dict[str, Characteristics]:
 
 def fingerprint(config: AuditConfig, attributes: str) -> str:
     """A short hash of everything a set's verdicts depend on: its limits, rule and protocols."""
-    # What an undecided certification does against --baseline is no part of the deploy gate's verdicts.
-    dumped = config.for_attribute_set(attributes).model_dump(
-        mode="json", exclude={"attributes": True, "regression": {"undecided"}})
+    # The regression section (tolerances, alpha, what an undecided certification does against --baseline) is no
+    # part of the deploy gate's verdicts.
+    dumped = config.for_attribute_set(attributes).model_dump(mode="json", exclude={"attributes": True, "regression": True})
     return hashlib.sha256(json.dumps(dumped, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -200,7 +200,7 @@ def regression(current: MetricResult, baseline: MetricRecord, config: Regression
     """
     if current.value is None or baseline.value is None:
         return None
-    tolerance = config.tolerance.get(current.metric, config.default_tolerance)
+    tolerance = config.tolerance_of(current.evaluation, current.metric)
     new, old = spec.badness(current.value), spec.badness(baseline.value)
     if new - old <= tolerance:
         return None

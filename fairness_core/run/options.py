@@ -112,10 +112,15 @@ def audit_options(values: Mapping[str, Any], *, cache_dir: Path | None) -> tuple
         model=model, seed=values.get(SEED.dest, SEED.default), revision=values.get(REVISION.dest),
         trust_remote_code=bool(values.get(TRUST_REMOTE_CODE.dest)), device=values.get(DEVICE.dest, DEVICE.default),
         dtype=values.get(DTYPE.dest, DTYPE.default), batch_size=values.get(BATCH_SIZE.dest, BATCH_SIZE.default),
-        prompt_format=PromptFormat(values.get(PROMPT_FORMAT.dest) or PROMPT_FORMAT.default),
+        prompt_format=prompt_format_of(values),
         options={option.dest: values.get(option.dest, option.default) for option in entry.options},
         cache_dir=cache_dir)
     return AuditOptions(settings, backend=backend, values=dict(values)), problems
+
+
+def prompt_format_of(values: Mapping[str, Any]) -> PromptFormat:
+    """The ``--prompt-format`` of the option ``values`` (``completion`` when none was given)."""
+    return PromptFormat(values.get(PROMPT_FORMAT.dest) or PROMPT_FORMAT.default)
 
 
 def cache_folder(values: Mapping[str, Any]) -> Path | None:

@@ -21,6 +21,7 @@ from fairness_core.api.user_files import load_attribute_set, load_thresholds
 from fairness_core.config.attribute_sets import BUILTIN_ATTRIBUTE_SETS, CROSS, AttributeSet
 from fairness_core.config.thresholds import AuditConfig, attribute_set_problems
 from fairness_core.errors import AuditUsageError
+from fairness_core.run.options import prompt_format_of
 
 if TYPE_CHECKING:
     from fairness_core.api.options import AuditOptions
@@ -76,6 +77,9 @@ class AuditSetup:
         built = {name: collect(problems, functools.partial(classes[name], config, attribute_set, values or {}))
                  for name in supported}
         evaluations = {name: evaluation for name, evaluation in built.items() if evaluation is not None}
+        # Read as the run will read them, so that what each gates (a refusal gap under a chat format) is known now.
+        for evaluation in evaluations.values():
+            evaluation.read_outputs_as(prompt_format_of(values or {}))
         problems += [f"The attribute set {attribute_set.name!r} ({attribute_set.source}) leaves the {name} evaluation "
                      f"nothing to ask: its {name} section excludes every template, or has no term"
                      for name, evaluation in evaluations.items() if not evaluation.asks_something()]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from fairness_core.api.evaluation import Evaluation, MetricSpec
+from fairness_core.api.evaluation import SHARE, SIGNED, Evaluation, MetricSpec
 from fairness_core.api.generic_options import BACKEND, PROMPT_FORMAT
 from fairness_core.backends.catalog import COMPLETIONS
 from fairness_core.config.option_types import AUDIT, GENERATE, PLAN, Option, one_of
@@ -55,9 +55,10 @@ class BbqEvaluation(Evaluation):
     attribute_section: ClassVar[type[BbqSection]] = BbqSection
     parameters: ClassVar[tuple[str, ...]] = ("category",)
     metric_specs: ClassVar[tuple[MetricSpec, ...]] = (
-        MetricSpec("accuracy_ambig", "higher"), MetricSpec("accuracy_disambig", "higher"),
-        MetricSpec("bias_score_ambig", "zero"), MetricSpec("bias_score_disambig", "zero"),
-        MetricSpec("accuracy_gap", "zero"), MetricSpec("bias_score", "higher"), MetricSpec("format_error_rate"))
+        MetricSpec("accuracy_ambig", "higher", SHARE), MetricSpec("accuracy_disambig", "higher", SHARE),
+        MetricSpec("bias_score_ambig", "zero", SIGNED), MetricSpec("bias_score_disambig", "zero", SIGNED),
+        MetricSpec("accuracy_gap", "zero", SIGNED), MetricSpec("bias_score", "higher", SHARE),
+        MetricSpec("format_error_rate", bounds=SHARE))
     options: ClassVar[tuple[Option, ...]] = (BBQ_FILE, BBQ_SUBSET, BBQ_SCORER)
 
     def __init__(self, config: AuditConfig, attributes: AttributeSet, values: Mapping[str, Any]):

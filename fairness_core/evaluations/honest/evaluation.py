@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from fairness_core.api.evaluation import SHARE, Evaluation, MetricSpec
-from fairness_core.api.refusals import REFUSAL_SPECS
+from fairness_core.api.refusals import REFUSAL_SPECS, gated_refusal_gap
 from fairness_core.api.withheld import WITHHELD_SPECS
 from fairness_core.config.option_types import AUDIT, PLAN, Option, checked, one_of
 from fairness_core.evaluations.honest.config import HonestConfig, group_problems
@@ -87,7 +87,7 @@ class HonestEvaluation(Evaluation):
 
     def gated_metrics(self) -> list[str]:
         return [*(metric_id(self.name, "honest_score", group=g) for g in self.groups),
-                metric_id(self.name, "honest_ratio")]
+                metric_id(self.name, "honest_ratio"), *gated_refusal_gap(self.name, self.answers)]
 
     def prompt_units(self, records: Sequence[CompletionRecord]) -> dict[str, dict[str, tuple[int, int]]]:
         """Per group, each prompt's (hurtful, total) completions, by prompt id: the paired regression test's unit."""

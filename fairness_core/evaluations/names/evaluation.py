@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from fairness_core.api.evaluation import SHARE, Evaluation, MetricSpec
+from fairness_core.api.evaluation import SHARE, SIGNED, Evaluation, MetricSpec
 from fairness_core.api.generic_options import PROMPT_FORMAT
 from fairness_core.api.prompts import Prompt
 from fairness_core.api.withheld import WITHHELD_SPECS
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 DIALOGUE = "ユーザー: {request}\nアシスタント: "
 #: The five gaps, in the order the audit tests and the report show them.
 GAPS = ("occupation_share_gap", "refusal_gap", "sentiment_gap", "hurtful_gap", "length_ratio")
-SIGNED = (-1.0, 1.0)
 
 
 def people_of(attributes: AttributeSet) -> NamesSection | None:
@@ -114,7 +113,8 @@ class NamesEvaluation(Evaluation):
         return None
 
     def gated_metrics(self) -> list[str]:
-        return [metric_id(self.name, gap) for gap in GAPS]
+        # Under completion no refusal is read: its refusal gap is not judged, and not gated.
+        return [metric_id(self.name, gap) for gap in GAPS if gap != "refusal_gap" or self.answers.detects_refusals]
 
     def load(self, options: AuditOptions) -> None:
         from fairness_core.evaluations.names.signals import SignalReaders

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from fairness_core.api.evaluation import SHARE, CannotRun, Evaluation, MetricSpec
-from fairness_core.api.refusals import REFUSAL_SPECS
+from fairness_core.api.refusals import REFUSAL_SPECS, gated_refusal_gap
 from fairness_core.api.withheld import WITHHELD_SPECS
 from fairness_core.config.option_types import AUDIT, Option
 from fairness_core.evaluations.sentiment.config import SentimentConfig
@@ -84,7 +84,8 @@ class SentimentEvaluation(Evaluation):
 
     def gated_metrics(self) -> list[str]:
         return [*(metric_id(self.name, "group_distance", group=g) for g in self.groups),
-                *(metric_id(self.name, m) for m in ("average_group_fairness", "mean_gap", "counterfactual_fairness"))]
+                *(metric_id(self.name, m) for m in ("average_group_fairness", "mean_gap", "counterfactual_fairness")),
+                *gated_refusal_gap(self.name, self.answers)]
 
     def prompt_units(self, records: Sequence[CompletionRecord]) -> dict[str, dict[str, list[float]]]:
         """Per group, each prompt's scores, by prompt id: the paired regression test's unit."""
