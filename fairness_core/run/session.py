@@ -48,7 +48,7 @@ class AuditSession:
         #: How many completions each computed evaluation used, and why it stopped there.
         self.sampling: dict[str, SamplingRecord] = {}
         self._cards: dict[str, Scorecard] = {}
-        self._paired: dict[str, dict[str, float]] = {}
+        self._pairable: dict[str, bool] = {}
         self._comparisons: dict[str, dict[str, Any]] = {}
         self.config = setup.config
         #: The registered evaluations that this run cannot judge, and why (shown as "not judged: <why>").
@@ -172,26 +172,24 @@ class AuditSession:
             return None
         return next((m for m in self.baseline.metrics if m.id == metric_id), None)
 
-    def paired_errors(self, name: str) -> dict[str, float]:
-        """Standard errors of the change of ``name``'s gated metrics against the baseline, paired by prompt.
+    def pairable(self, name: str) -> bool:
+        """Whether ``name``'s gated metrics are compared paired by prompt with the baseline's; the notes say why not.
 
-        Empty without a baseline, when the baseline holds no completions of
-        ``name``, or when its prompts are not this run's; the regression tests
-        are then unpaired, and the notes say why.
+        Needs the baseline's completions of ``name``, an evaluation whose gated
+        metrics are computed from prompt units, and the same prompts in both runs.
         """
-        if name not in self._paired:
-            from fairness_core.gates.regression import paired_standard_errors
-
-            records = self.baseline.completions.get(name, []) if self.baseline is not None else []
-            evaluation = self.evaluations[name]
-            current = evaluation.completion_records(self.scored(name))
-            self._paired[name] = (paired_standard_errors(evaluation, current, records, seed=self.options.settings.seed)
-                                  if records else {})
-            if self.baseline is not None and not self._paired[name]:
-                self.notes.append(f"baseline: {name} compared unpaired: "
-                                  + ("its completions are not in the baseline" if not records
-                                     else "the baseline's prompts are not this run's"))
-        return self._paired[name]
+        if name not in self._pairable:
+            evaluation, records = self.evaluations[name], self._baseline_records(name)
+            theirs = evaluation.prompt_units(records) if records else {}
+            ours = evaluation.prompt_units(evaluation.completion_records(self.scored(name))) if theirs else {}
+            why = ("its completions are not in the baseline" if not records
+                   else "its gated metrics are not computed per prompt, each run's interval gives its error" if not theirs
+                   else "the baseline's prompts are not this run's"
+                   if {g: set(u) for g, u in ours.items()} != {g: set(u) for g, u in theirs.items()} else None)
+            self._pairable[name] = why is None
+            if self.baseline is not None and why is not None:
+                self.notes.append(f"baseline: {name} compared unpaired: {why}")
+        return self._pairable[name]
 
     def comparison(self, metric_id: str):
         """The non-inferiority verdict of gated ``metric_id`` against the baseline (``gates.certification``).
@@ -210,7 +208,7 @@ class AuditSession:
             self.scored(name)  # an adaptive run's rounds judge it as they go
             if name in self._rounds:
                 found = {c.metric: c for c in self._rounds[name].verdicts()}
-            elif records and self.paired_errors(name):
+            elif records and self.pairable(name):
                 current = evaluation.completion_records(self.scored(name))
                 found = {c.metric: c for c in certify({name: evaluation}, {name: current}, {name: records},
                                                       self.config.regression, seed=self.options.settings.seed,
