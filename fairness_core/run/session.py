@@ -120,7 +120,11 @@ class AuditSession:
         from fairness_core.reporting.results import build_results
         from fairness_core.run.options import audit_options
 
-        values = {**self.options.values, MODEL.dest: model, SAMPLING.dest: FIXED, AUDIT_JSON.dest: None,
+        # The candidate's options as they took effect, its model's defaults included (a demo model's offline
+        # scorer): the baseline is measured by the same instruments, or the two runs are not comparable.
+        effective = {**self.options.settings.model.defaults,
+                     **{name: value for name, value in self.options.values.items() if value is not None}}
+        values = {**effective, MODEL.dest: model, SAMPLING.dest: FIXED, AUDIT_JSON.dest: None,
                   BASELINE_MODEL.dest: None}
         theirs, problems = audit_options(values, cache_dir=self.options.settings.cache_dir)
         if problems:

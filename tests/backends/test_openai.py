@@ -17,7 +17,14 @@ import pytest
 from audit_support import output, run_audit, setup_audits, thresholds
 from http_support import MODEL, ScriptedServer, free_port
 
-from fairness_core.backends.base import BackendSettings, GenerationError, ModelReference, Request, request_seed
+from fairness_core.backends.base import (
+    AnswerRoomError,
+    BackendSettings,
+    GenerationError,
+    ModelReference,
+    Request,
+    request_seed,
+)
 from fairness_core.backends.catalog import BACKENDS, create_backend
 from fairness_core.backends.openai import ClientSettings, OpenAIBackend, ServerError
 from fairness_core.config.thresholds import SamplingProtocol
@@ -87,6 +94,18 @@ def test_400_fails_fast_with_the_servers_message(server, connect):
     server.faults = ["400"]
     with pytest.raises(ServerError, match=r"rejected the sample 0 of the prompt '母は' \(HTTP 400\): "
                                           r"max_tokens must be at most 8"):
+        backend.generate(REQUESTS, PROTOCOL)
+    assert backend.usage["retries"] == 0
+
+
+def test_a_400_for_the_context_window_is_an_answer_room_error(server, connect):
+    """A served model's window is known only to its server: its refusal is read as the in-process engine's check, so
+    an evaluation whose answers need the room is not judged (the session), and the others get a usage error."""
+    backend = connect(server.base_url, concurrency=1)
+    server.faults = ["400:window"]
+    with pytest.raises(AnswerRoomError, match=r"rejected the sample 0 of the prompt '母は': the prompt and "
+                                              r"max_new_tokens=\d+ do not fit the served model's context window "
+                                              r"\(max_tokens=\d+ cannot be greater than max_model_len=64"):
         backend.generate(REQUESTS, PROTOCOL)
     assert backend.usage["retries"] == 0
 
