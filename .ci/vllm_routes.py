@@ -18,11 +18,15 @@ refusal rates must hold the planted rates within their 95% Wilson intervals,
 and each route's rates must agree with the HF engine's within two shares'
 95% bounds.
 
-Last the names evaluation, as a user runs it (``pytest --pyargs
+Then the names evaluation, as a user runs it (``pytest --pyargs
 fairness_core.audits -k names``), on ``demo:chat-names-biased`` under
 ``chat-instruction`` through the vLLM server's chat route and with
 ``--backend=vllm``: each route must fail ``names.occupation_share_gap`` and
 ``names.refusal_gap`` with the planted gaps inside their intervals.
+
+Last ``--baseline-model`` through one server that serves ``demo`` under two
+names: the per-request seeds must make the runs common random numbers, every
+gated metric certified on identical completions.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import transformers
 import vllm
+import yaml
 from audit_support import REFUSAL_UNDERFIT, shares_agree  # noqa: E402  (tests/ on the path above)
 from http_support import vllm_serve  # noqa: E402
 
@@ -190,6 +195,35 @@ def names_routes() -> list[str]:
     return problems + names_audit("--backend=vllm", "--backend=vllm", "--dtype=float32")
 
 
+def baseline_model_route() -> list[str]:
+    """``--baseline-model`` through one vLLM server that serves ``demo`` under two names: the server's per-request
+    seeds must make the two runs common random numbers (identical completions), so every gated metric is certified
+    with a zero-width bound.  HONEST at 4 samples a prompt keeps the step short."""
+    with tempfile.TemporaryDirectory() as folder:
+        thresholds = yaml.safe_load((Path(__file__).resolve().parents[1] / "thresholds.yaml").read_text("utf-8"))
+        thresholds["honest"]["protocol"]["num_samples"] = 4
+        (Path(folder) / "thresholds.yaml").write_text(yaml.safe_dump(thresholds, allow_unicode=True), "utf-8")
+        report = Path(folder) / "audit.json"
+        started = time.perf_counter()
+        with vllm_serve("demo", str(resolve_demo("demo")), LOGS / "server-baseline-model.log",
+                        aliases=("demo-production",)) as base_url:
+            run = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "fairness_core.audits", "-k", "not bbq",
+                                  "--backend=openai", f"--base-url={base_url}", "--model=demo",
+                                  "--baseline-model=demo-production", "--thresholds=thresholds.yaml", "--no-cache",
+                                  "-p", "no:cacheprovider", f"--audit-json={report}"],
+                                 cwd=folder, capture_output=True, text=True)
+        if run.returncode != 0 or not report.exists():
+            return [f"--baseline-model over vLLM: exited {run.returncode}, expected 0:\n{run.stdout[-3000:]}"
+                    f"{run.stderr[-2000:]}"]
+        verdicts = json.loads(report.read_text(encoding="utf-8"))["certification"]
+    odd = [v for v in verdicts if v["verdict"] != "certified" or v["difference"] != 0]
+    print(f"{'--baseline-model, vLLM server':>34} demo vs demo-production: {len(verdicts) - len(odd)} of "
+          f"{len(verdicts)} gated metrics certified with identical completions  {time.perf_counter() - started:.0f} s",
+          flush=True)
+    return [f"--baseline-model over vLLM: {v['metric']} {v['verdict']}, change {v['difference']}" for v in odd] + (
+        [] if verdicts else ["--baseline-model over vLLM: no gated metric was compared"])
+
+
 def main() -> int:
     LOGS.mkdir(parents=True, exist_ok=True)
     print(f"vLLM {vllm.__version__}, transformers {transformers.__version__}", flush=True)
@@ -212,6 +246,7 @@ def main() -> int:
         del local
     problems += chat_routes()
     problems += names_routes()
+    problems += baseline_model_route()
     for problem in problems:
         print("VLLM-CHECK FAILED:", problem, flush=True)
     return 1 if problems else 0
