@@ -210,9 +210,9 @@ def tally(bench: Bench, world: HonestWorld, kind: str, runs: int, first: int, *,
         counts["adaptive stopped certified all"] += all(v == CERTIFIED for v in r["adaptive"].values()) and (
             r["stopped"] < r["budget"])
     return {"attributes": bench.attribute_set.name, "world": [world.base_rate, world.template_sd], "kind": kind,
-            "coupling": coupling, "retrain_sd": retrain_sd if kind == "retrained" else None, "runs": runs, "first": first, "counts": dict(counts), "stop_fractions": stops,
-            "first_certified": firsts, "regressed": dict(regressed), "needed": needed,
-            "seconds": round(time.time() - start, 1)}
+            "coupling": coupling, "retrain_sd": retrain_sd if kind == "retrained" else None, "runs": runs,
+            "first": first, "counts": dict(counts), "stop_fractions": stops, "first_certified": firsts,
+            "regressed": dict(regressed), "needed": needed, "seconds": round(time.time() - start, 1)}
 
 
 def show(record: dict) -> str:
