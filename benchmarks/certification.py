@@ -186,7 +186,8 @@ def lm_eval_flags(unpaired, alpha: float) -> dict[str, bool]:
 def tally(bench: Bench, world: HonestWorld, kind: str, runs: int, first: int, *, coupling: str,
           retrain_sd: float = 0.0) -> dict:
     counts: Counter = Counter()
-    stops, firsts, regressed, needed = [], [], Counter(), []
+    stops, firsts, needed = [], [], []
+    regressed: Counter = Counter()
     start = time.time()
     for run in range(first, first + runs):
         r = bench.pair(world, kind, run, coupling=coupling, retrain_sd=retrain_sd)
