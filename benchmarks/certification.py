@@ -140,6 +140,7 @@ class Bench:
                                  resamples=self.resamples, seed=run)
 
         fixed, unpaired = judged(True), judged(False)
+        # Without a deploy test a round is one sample of every prompt: ``len(parts)`` samples a prompt so far.
         rounds = _TracedRounds(
             self.evaluation, self.regression, prompts=prompts, comparisons=len(fixed), seed=run,
             resamples=self.resamples, units_of=lambda parts: self.units(np.concatenate(parts).sum(axis=0), len(parts)),
