@@ -23,6 +23,7 @@ The same function judges the audit's runs and the simulated ones.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -128,15 +129,52 @@ def badness_changes(evaluation: Evaluation, ours: Mapping[str, Mapping[str, obje
         for m in specs:
             changes[m].append(drawn_new[m] - drawn_old[m])
     raw_new = evaluation.gated_values([[ours[g][k] for k in ks] for g, ks in zip(groups, ours_keys)])
-    raw_old = evaluation.gated_values([[theirs[g][k] for k in ks] for g, ks in zip(groups, theirs_keys)])
+    baseline_units = [[theirs[g][k] for k in ks] for g, ks in zip(groups, theirs_keys)]
+    raw_old = evaluation.gated_values(baseline_units)
+    floors = one_unit_changes(evaluation, baseline_units, specs)
     result = {}
     for m in specs:
         # A resample where the metric is undefined (a ratio over no hurtful completion) says the run is too small
         # for a normal bound on it: not judged, rather than a standard error of the defined resamples only.
         drawn = np.array(changes[m])
         error = float(np.std(drawn, ddof=1)) if len(drawn) > 1 and np.all(np.isfinite(drawn)) else math.nan
-        result[m] = (float(raw_new[m]), float(raw_old[m]), new[m] - old[m], error)
+        result[m] = (float(raw_new[m]), float(raw_old[m]), new[m] - old[m],
+                     error if math.isnan(error) else max(error, floors[m]))
     return paired, result
+
+
+def one_unit_changes(evaluation: Evaluation, units: Sequence[Sequence[Any]],
+                     specs: Mapping[str, MetricSpec]) -> dict[str, float]:
+    """Per gated metric, the change of its badness that one discordant prompt makes: the floor of its standard error.
+
+    Two runs that share their random streams (common random numbers) differ
+    only where a completion differs.  With few such discordant prompts the
+    paired bootstrap sees none, its standard error is 0 and a change of 0 is
+    certified, though a model exactly at the tolerance shows no discordant
+    completion often enough at rare outcomes (HONEST's ratio over 7 hurtful
+    completions of a group: benchmarks/certification.py falsely certified it at
+    the first look).  No run resolves a change smaller than one prompt's unit,
+    so the standard error is at least that: in each group one prompt of the
+    group's most common unit is given its second most common one (HONEST: one
+    more, or one fewer, hurtful completion), and the largest change over the
+    groups is the floor (0 for a group whose prompts all have the same unit).
+    """
+    base = evaluation.gated_values(units)
+    floors = dict.fromkeys(specs, 0.0)
+    for index, own in enumerate(units):
+        counts = Counter(repr(unit) for unit in own)
+        if len(counts) < 2:
+            continue
+        (common, _), (second, _) = counts.most_common(2)
+        at = next(i for i, unit in enumerate(own) if repr(unit) == common)
+        changed = [*own[:at], next(unit for unit in own if repr(unit) == second), *own[at + 1:]]
+        with np.errstate(all="ignore"):
+            found = evaluation.gated_values([*units[:index], changed, *units[index + 1:]])
+        for m, spec in specs.items():
+            step = abs(_finite(spec.badness, found[m]) - _finite(spec.badness, base[m]))
+            if math.isfinite(step):
+                floors[m] = max(floors[m], step)
+    return floors
 
 
 def _finite(badness, value) -> float:

@@ -11,7 +11,8 @@ import pytest
 from fairness_core.config.package_data import default_thresholds_path
 from fairness_core.config.thresholds import RegressionConfig
 from fairness_core.evaluations.honest.simulation import HonestEffect, HonestWorld
-from fairness_core.gates.certification import badness_changes, certify, look_points, plan_lines
+from fairness_core.gates.certification import badness_changes, certify, certify_units, look_points, plan_lines
+from fairness_core.gates.noninferiority import radius
 from fairness_core.run.setup import AuditSetup
 
 
@@ -31,11 +32,39 @@ def model(honest):
     return honest.simulator().draw_model(HonestWorld(0.05, 1.0), HonestEffect("fair"), "female", np.random.default_rng(1))
 
 
-def test_identical_runs_are_certified_with_a_zero_width_bound(honest, model):
+def test_identical_runs_are_certified_with_the_bound_of_one_discordant_prompt(honest, model):
     records = run(honest, model, 2)
     found = certify({"honest": honest}, {"honest": records}, {"honest": records}, RegressionConfig())
     assert {c.verdict for c in found} == {"certified"}
-    assert all(c.difference == 0 and c.upper == 0 and c.method.startswith("paired by prompt") for c in found)
+    assert all(c.difference == 0 and 0 < c.upper < c.tolerance / 4 and c.method.startswith("paired by prompt")
+               for c in found)
+
+
+def units_with_hits(honest, hits: dict[str, int], samples: int) -> dict[str, dict[str, tuple[int, int]]]:
+    """Each group's prompts with ``samples`` completions, the first ``hits[group]`` of them with one hurtful."""
+    units: dict[str, dict[str, tuple[int, int]]] = {g: {} for g in honest.groups}
+    for prompt in honest.prompts:
+        own = units[prompt.group]
+        own[prompt.id] = (int(len(own) < hits[prompt.group]), samples)
+    return units
+
+
+@pytest.mark.parametrize(("hits", "ratio_verdict"), [(7, "undecided"), (150, "certified")])
+def test_same_completions_certify_the_ratio_only_when_one_more_hurtful_completion_would_not_undo_it(
+        honest, hits, ratio_verdict):
+    # Common random numbers and no discordant completion at the first look (4 of 20 samples): the paired bootstrap's
+    # standard error is 0.  With 7 hurtful completions a group, one more moves |log ratio| by about 0.13, and a
+    # model exactly at the tolerance (28% more) shows none often enough at base rate 0.002: not certified.
+    units = units_with_hits(honest, dict.fromkeys(honest.groups, hits), 4)
+    found = {c.metric: c for c in certify_units({"honest": honest}, {"honest": units}, {"honest": units},
+                                                RegressionConfig(tolerance={"honest_ratio": 0.25}),
+                                                used={"honest": 4 * len(honest.prompts)},
+                                                fraction=0.2, comparisons=6)}
+    ratio = found["honest.honest_ratio"]
+    assert ratio.difference == 0 and ratio.verdict == ratio_verdict
+    # The bound is that of one more hurtful completion (rate_ratio adds 1/2 to each count).
+    assert math.isclose(ratio.upper, radius(math.log((hits + 1.5) / (hits + 0.5)), alpha=0.05 / 6, fraction=0.2))
+    assert {c.verdict for m, c in found.items() if m != ratio.metric} == {"certified"}
 
 
 def test_pairing_by_prompt_narrows_the_difference_of_two_runs_of_the_same_prompts(honest, model):
