@@ -122,7 +122,8 @@ def test_baseline_gate_end_to_end(audits, tiny_model_dirs, biased_model):
 def test_baseline_model_generates_the_production_model_in_the_run_with_the_same_seed(audits, tiny_model_dirs,
                                                                                      biased_model):
     """``--baseline-model``: the same verdicts as a baseline file, without writing one first; the production model
-    drawn from the candidate's random streams (common random numbers), so an unchanged one is certified exactly."""
+    drawn from the candidate's random streams (common random numbers), so an unchanged one writes the same
+    completions: every change exactly 0, its bound no wider than one discordant prompt's change."""
     fair = tiny_model_dirs["sentencepiece"]
     worse = run_audit(audits, biased_model, LAX, "test_regression.py", f"--baseline-model={fair}",
                       f"--audit-json={audits.path / 'worse.json'}")
@@ -136,7 +137,8 @@ def test_baseline_model_generates_the_production_model_in_the_run_with_the_same_
     assert same.ret == pytest.ExitCode.OK, output(same)
     recorded = read_results(audits.path / "same.json").certification
     assert recorded and all(r.verdict == "certified" and r.difference == 0 for r in recorded)
-    assert all(r.bound == (0.0, 0.0) for r in recorded if r.method.startswith("paired by prompt"))
+    tolerances = {r.metric: r.tolerance for r in recorded}
+    assert all(r.bound[1] < tolerances[r.metric] / 2 for r in recorded if r.method.startswith("paired by prompt"))
 
 
 @pytest.mark.parametrize(("options", "message"), [
