@@ -22,9 +22,11 @@ The same function judges the audit's runs and the simulated ones.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -95,11 +97,32 @@ def first_samples(records: Sequence[CompletionRecord], samples: int) -> list[Com
     return [record for record in records if record.detail["sample"] < samples]
 
 
+@dataclass(frozen=True)
+class Change:
+    """One gated metric's change between the runs: values, the change of badness and its bootstrap standard error.
+
+    ``unfolded``: for a ratio whose side of 1 the runs do not resolve, the
+    size of the change of its log, ``|log new - log old|``, and that change's
+    standard error.  ``|log ratio|`` folds at 1: near it the folded change is
+    biased (a noisy baseline ratio of 1 reads further from 1 than it is) and a
+    model at the tolerance was certified in 0.09 of simulated pairs at base rate
+    0.002 (benchmarks/certification.py).  ``| |a| - |b| | <= |a - b|``, so a bound of
+    ``|log new - log old|`` below the tolerance certifies whatever side each
+    run is on.  Where both runs are resolved on one side of 1 the badness is
+    the signed log change itself, with no fold, and ``unfolded`` is ``None``.
+    """
+
+    candidate: float
+    baseline: float
+    change: float
+    error: float
+    unfolded: tuple[float, float] | None = None
+
+
 def badness_changes(evaluation: Evaluation, ours: Mapping[str, Mapping[str, object]],
                     theirs: Mapping[str, Mapping[str, object]], *, paired: bool = True, resamples: int = RESAMPLES,
-                    seed: int = 0) -> tuple[bool, dict[str, tuple[float, float, float, float]]]:
-    """Whether the runs were paired, and per gated metric: (candidate value, baseline value, change of badness,
-    its bootstrap standard error).
+                    seed: int = 0) -> tuple[bool, dict[str, Change]]:
+    """Whether the runs were paired, and per gated metric its :class:`Change`.
 
     ``ours`` and ``theirs`` are each run's prompt units (``evaluation.prompt_units``).
     ``paired`` needs the same prompts in both runs; when they differ it is
@@ -116,18 +139,22 @@ def badness_changes(evaluation: Evaluation, ours: Mapping[str, Mapping[str, obje
     specs = {m: type(evaluation).metric_spec(metric_name(m)) for m in evaluation.gated_metrics() if m in known}
 
     def values(units: Mapping[str, Mapping], keys: Sequence[Sequence[str]]) -> dict[str, float]:
+        """The gated values, a ratio as its log (where a ratio's badness is taken apart from its side of 1)."""
         with np.errstate(all="ignore"):
             found = evaluation.gated_values([[units[g][k] for k in ks] for g, ks in zip(groups, keys)])
-        return {m: _finite(specs[m].badness, found[m]) for m in specs}
+        return {m: _finite(_log if specs[m].direction == "ratio" else float, found[m]) for m in specs}
+
+    def badness(m: str, value: float) -> float:
+        return abs(value) if specs[m].direction == "ratio" else _finite(specs[m].badness, value)
 
     new, old = values(ours, ours_keys), values(theirs, theirs_keys)
-    changes: dict[str, list[float]] = {m: [] for m in specs}
+    drawn_pairs: dict[str, list[tuple[float, float]]] = {m: [] for m in specs}
     draws = zip(group_resamples(ours_keys, resamples, seed),
                 group_resamples(theirs_keys, resamples, seed if paired else seed + 1))
     for ours_drawn, theirs_drawn in draws:
         drawn_new, drawn_old = values(ours, ours_drawn), values(theirs, ours_drawn if paired else theirs_drawn)
         for m in specs:
-            changes[m].append(drawn_new[m] - drawn_old[m])
+            drawn_pairs[m].append((drawn_new[m], drawn_old[m]))
     raw_new = evaluation.gated_values([[ours[g][k] for k in ks] for g, ks in zip(groups, ours_keys)])
     baseline_units = [[theirs[g][k] for k in ks] for g, ks in zip(groups, theirs_keys)]
     raw_old = evaluation.gated_values(baseline_units)
@@ -136,11 +163,30 @@ def badness_changes(evaluation: Evaluation, ours: Mapping[str, Mapping[str, obje
     for m in specs:
         # A resample where the metric is undefined (a ratio over no hurtful completion) says the run is too small
         # for a normal bound on it: not judged, rather than a standard error of the defined resamples only.
-        drawn = np.array(changes[m])
-        error = float(np.std(drawn, ddof=1)) if len(drawn) > 1 and np.all(np.isfinite(drawn)) else math.nan
-        result[m] = (float(raw_new[m]), float(raw_old[m]), new[m] - old[m],
-                     error if math.isnan(error) else max(error, floors[m]))
+        pairs = np.array(drawn_pairs[m]).reshape(-1, 2)
+        folded = np.array([badness(m, a) - badness(m, b) for a, b in pairs])
+        error = _spread(folded, floors[m])
+        change, unfolded = badness(m, new[m]) - badness(m, old[m]), None
+        if specs[m].direction == "ratio" and math.isfinite(error):
+            signed = pairs[:, 0] - pairs[:, 1]
+            side = np.sign(np.concatenate([pairs.ravel(), [new[m], old[m]]]))
+            if abs(side.sum()) == len(side):   # both runs, and every resample, on one side of 1: no fold
+                change, error = float(side[0] * (new[m] - old[m])), _spread(side[0] * signed, floors[m])
+            else:
+                unfolded = (abs(new[m] - old[m]), _spread(signed, floors[m]))
+        result[m] = Change(float(raw_new[m]), float(raw_old[m]), change, error, unfolded)
     return paired, result
+
+
+def _log(value: float) -> float:
+    return math.log(value)
+
+
+def _spread(drawn: np.ndarray, floor: float) -> float:
+    """The bootstrap standard error of ``drawn``, at least ``floor``; NaN when a resample was undefined."""
+    if len(drawn) < 2 or not np.all(np.isfinite(drawn)):
+        return math.nan
+    return max(float(np.std(drawn, ddof=1)), floor)
 
 
 def one_unit_changes(evaluation: Evaluation, units: Sequence[Sequence[Any]],
@@ -222,18 +268,35 @@ def certify_units(evaluations: Mapping[str, Evaluation], current: Mapping[str, M
         matched, changes = badness_changes(evaluation, current[name], baseline[name], paired=paired,
                                            resamples=resamples, seed=seed)
         how = "paired by prompt" if matched else "unpaired"
-        for metric in changes:
-            new, old, change, error = changes[metric]
+        for metric, c in changes.items():
             tolerance = tolerance_of(metric, config)
-            if not (math.isfinite(change) and math.isfinite(error)):
-                found.append(Comparison(metric, old, new, math.nan, math.nan, math.nan, tolerance, UNDECIDED,
-                                        "not judged: the metric is undefined in one of the runs or in a resample of "
-                                        "its prompts (too few data)", None))
+            if not (math.isfinite(c.change) and math.isfinite(c.error)):
+                found.append(Comparison(metric, c.baseline, c.candidate, math.nan, math.nan, math.nan, tolerance,
+                                        UNDECIDED, "not judged: the metric is undefined in one of the runs or in a "
+                                        "resample of its prompts (too few data)", None))
                 continue
-            found.append(compare(metric, baseline=old, candidate=new, difference=change, standard_error=error,
-                                 tolerance=tolerance, alpha=level, fraction=fraction, method=how,
-                                 completions=used[name]))
+            judged = compare(metric, baseline=c.baseline, candidate=c.candidate, difference=c.change,
+                             standard_error=c.error, tolerance=tolerance, alpha=level, fraction=fraction, method=how,
+                             completions=used[name])
+            if c.unfolded is not None and judged.verdict == CERTIFIED:
+                judged = _unfolded(judged, c.unfolded, alpha=level, fraction=fraction, completions=used[name])
+            found.append(judged)
     return found
+
+
+def _unfolded(folded: Comparison, unfolded: tuple[float, float], *, alpha: float, fraction: float | None,
+              completions: int) -> Comparison:
+    """A ratio certified by its folded change, when the runs do not resolve its side of 1: certified only if the
+    size of its log change is bounded below the tolerance too (:class:`Change`), else undecided."""
+    size, error = unfolded
+    check = compare(folded.metric, baseline=folded.baseline, candidate=folded.candidate, difference=size,
+                    standard_error=error, tolerance=folded.tolerance, alpha=alpha, fraction=fraction,
+                    method=folded.method, completions=completions)
+    if check.verdict == CERTIFIED:
+        return folded
+    return dataclasses.replace(folded, verdict=UNDECIDED, needed=check.needed, method=(
+        f"{folded.method}; near a ratio of 1 the change of |log ratio| is certified only when |log new - log old| "
+        f"{size:.3f} (up to {check.upper:.3f}) is below the tolerance"))
 
 
 def interval_comparison(current: MetricResult, baseline: MetricRecord, config: RegressionConfig, *,
@@ -285,7 +348,8 @@ def plan_lines(baseline: AuditResults, evaluations: Mapping[str, Evaluation], co
         except ValueError as err:  # one completion a prompt: no halves to compare
             lines.append(f"  {name}: its completions cannot be split into two runs of every prompt ({err}): no plan")
             continue
-        for metric, (_, _, _, error) in changes.items():
+        for metric, change in changes.items():
+            error = change.error if change.unfolded is None else max(change.error, change.unfolded[1])
             tolerance = tolerance_of(metric, config)
             shares = [_adaptive_share(error / math.sqrt(2), tolerance, level) if math.isfinite(error) else None,
                       needed_fraction(error / math.sqrt(2), 1.0, tolerance, alpha=level, sequential=False)

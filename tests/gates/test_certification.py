@@ -74,7 +74,7 @@ def test_pairing_by_prompt_narrows_the_difference_of_two_runs_of_the_same_prompt
     assert paired_ok
     # The group scores; the ratio's |log ratio| is folded at 0 and is not narrowed in every world (docs/gate.md).
     for metric in (m for m in paired if "honest_score" in m):
-        assert paired[metric][3] < unpaired[metric][3], metric
+        assert paired[metric].error < unpaired[metric].error, metric
 
 
 def test_a_zero_tolerance_is_undecided_even_for_identical_runs_and_no_run_certifies_it(honest, model):
