@@ -40,6 +40,7 @@ from fairness_core.gates.noninferiority import (
     Comparison,
     compare,
     needed_fraction,
+    radius,
 )
 from fairness_core.gates.regression import metric_name
 from fairness_core.statistics import group_resamples, standard_error_towards
@@ -101,22 +102,46 @@ def first_samples(records: Sequence[CompletionRecord], samples: int) -> list[Com
 class Change:
     """One gated metric's change between the runs: values, the change of badness and its bootstrap standard error.
 
-    ``unfolded``: for a ratio whose side of 1 the runs do not resolve, the
-    size of the change of its log, ``|log new - log old|``, and that change's
-    standard error.  ``|log ratio|`` folds at 1: near it the folded change is
-    biased (a noisy baseline ratio of 1 reads further from 1 than it is) and a
-    model at the tolerance was certified in 0.09 of simulated pairs at base rate
-    0.002 (benchmarks/certification.py).  ``| |a| - |b| | <= |a - b|``, so a bound of
-    ``|log new - log old|`` below the tolerance certifies whatever side each
-    run is on.  Where both runs are resolved on one side of 1 the badness is
-    the signed log change itself, with no fold, and ``unfolded`` is ``None``.
+    ``near_one``: for a ratio whose side of 1 the runs do not resolve, what
+    else must hold for a certification (:class:`NearOne`); ``None`` for other
+    metrics, and for a ratio that both runs put on one side of 1, whose badness
+    is then the signed change of its log, with no fold.
     """
 
     candidate: float
     baseline: float
     change: float
     error: float
-    unfolded: tuple[float, float] | None = None
+    near_one: NearOne | None = None
+
+
+@dataclass(frozen=True)
+class NearOne:
+    """A ratio near 1: its folded change of ``|log ratio|`` certifies it only with one of two bounds that hold at the fold.
+
+    ``|log ratio|`` folds at 1, and near it the folded change is biased (a
+    noisy baseline ratio of 1 reads further from 1 than it is): a model at the
+    tolerance was certified in 0.09 of simulated pairs at base rate 0.002
+    (benchmarks/certification.py).  Two bounds of ``D = |c| - |b|`` (``c``, ``b``
+    the logs of the candidate's and the baseline's ratio) hold whatever side
+    each run is on: ``D <= |c - b|`` (the *size* of the change, paired), and
+    ``D <= max|c| - min|b|`` (each run's own bound: an improvement from far
+    from 1 to near it).  Each gets half of the metric's alpha.
+    """
+
+    size: float
+    size_error: float
+    candidate: float
+    candidate_error: float
+    baseline: float
+    baseline_error: float
+
+    def certifies(self, tolerance: float, *, alpha: float, fraction: float | None) -> bool:
+        if self.size + radius(self.size_error, alpha=alpha / 2, fraction=fraction) < tolerance:
+            return True
+        worst = abs(self.candidate) + radius(self.candidate_error, alpha=alpha / 4, fraction=fraction)
+        best = max(abs(self.baseline) - radius(self.baseline_error, alpha=alpha / 4, fraction=fraction), 0.0)
+        return worst - best < tolerance
 
 
 def badness_changes(evaluation: Evaluation, ours: Mapping[str, Mapping[str, object]],
@@ -173,7 +198,8 @@ def badness_changes(evaluation: Evaluation, ours: Mapping[str, Mapping[str, obje
             if abs(side.sum()) == len(side):   # both runs, and every resample, on one side of 1: no fold
                 change, error = float(side[0] * (new[m] - old[m])), _spread(side[0] * signed, floors[m])
             else:
-                unfolded = (abs(new[m] - old[m]), _spread(signed, floors[m]))
+                unfolded = NearOne(abs(new[m] - old[m]), _spread(signed, floors[m]), new[m],
+                                   _spread(pairs[:, 0], floors[m]), old[m], _spread(pairs[:, 1], floors[m]))
         result[m] = Change(float(raw_new[m]), float(raw_old[m]), change, error, unfolded)
     return paired, result
 
@@ -278,25 +304,24 @@ def certify_units(evaluations: Mapping[str, Evaluation], current: Mapping[str, M
             judged = compare(metric, baseline=c.baseline, candidate=c.candidate, difference=c.change,
                              standard_error=c.error, tolerance=tolerance, alpha=level, fraction=fraction, method=how,
                              completions=used[name])
-            if c.unfolded is not None and judged.verdict == CERTIFIED:
-                judged = _unfolded(judged, c.unfolded, alpha=level, fraction=fraction, completions=used[name])
+            if c.near_one is not None and judged.verdict == CERTIFIED:
+                judged = _near_one(judged, c.near_one, alpha=level, fraction=fraction, completions=used[name])
             found.append(judged)
     return found
 
 
-def _unfolded(folded: Comparison, unfolded: tuple[float, float], *, alpha: float, fraction: float | None,
+def _near_one(folded: Comparison, near: NearOne, *, alpha: float, fraction: float | None,
               completions: int) -> Comparison:
-    """A ratio certified by its folded change, when the runs do not resolve its side of 1: certified only if the
-    size of its log change is bounded below the tolerance too (:class:`Change`), else undecided."""
-    size, error = unfolded
-    check = compare(folded.metric, baseline=folded.baseline, candidate=folded.candidate, difference=size,
-                    standard_error=error, tolerance=folded.tolerance, alpha=alpha, fraction=fraction,
-                    method=folded.method, completions=completions)
-    if check.verdict == CERTIFIED:
+    """A ratio certified by its folded change, when the runs do not resolve its side of 1: certified only if one of
+    :class:`NearOne`'s bounds holds too, else undecided."""
+    if near.certifies(folded.tolerance, alpha=alpha, fraction=fraction):
         return folded
+    check = compare(folded.metric, baseline=folded.baseline, candidate=folded.candidate, difference=near.size,
+                    standard_error=near.size_error, tolerance=folded.tolerance, alpha=alpha / 2, fraction=fraction,
+                    method=folded.method, completions=completions)
     return dataclasses.replace(folded, verdict=UNDECIDED, needed=check.needed, method=(
         f"{folded.method}; near a ratio of 1 the change of |log ratio| is certified only when |log new - log old| "
-        f"{size:.3f} (up to {check.upper:.3f}) is below the tolerance"))
+        f"{near.size:.3f} (up to {check.upper:.3f}) is below the tolerance, or each run's own bound is"))
 
 
 def interval_comparison(current: MetricResult, baseline: MetricRecord, config: RegressionConfig, *,
@@ -349,7 +374,7 @@ def plan_lines(baseline: AuditResults, evaluations: Mapping[str, Evaluation], co
             lines.append(f"  {name}: its completions cannot be split into two runs of every prompt ({err}): no plan")
             continue
         for metric, change in changes.items():
-            error = change.error if change.unfolded is None else max(change.error, change.unfolded[1])
+            error = change.error if change.near_one is None else max(change.error, change.near_one.size_error)
             tolerance = tolerance_of(metric, config)
             shares = [_adaptive_share(error / math.sqrt(2), tolerance, level) if math.isfinite(error) else None,
                       needed_fraction(error / math.sqrt(2), 1.0, tolerance, alpha=level, sequential=False)

@@ -11,7 +11,14 @@ import pytest
 from fairness_core.config.package_data import default_thresholds_path
 from fairness_core.config.thresholds import RegressionConfig
 from fairness_core.evaluations.honest.simulation import HonestEffect, HonestWorld
-from fairness_core.gates.certification import badness_changes, certify, certify_units, look_points, plan_lines
+from fairness_core.gates.certification import (
+    NearOne,
+    badness_changes,
+    certify,
+    certify_units,
+    look_points,
+    plan_lines,
+)
 from fairness_core.gates.noninferiority import radius
 from fairness_core.run.setup import AuditSetup
 
@@ -118,3 +125,25 @@ def test_plan_with_an_unreadable_baseline_is_one_usage_error(tmp_path, capsys):
     assert main(["plan", "--attributes=gender", f"--baseline={missing}"]) == 4
     err = capsys.readouterr().err
     assert str(missing) in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("near", "certified"), [
+    # an improvement from far from 1 (ratio 5) to near it: each run's own bound certifies it
+    (NearOne(size=1.6, size_error=0.05, candidate=-0.03, candidate_error=0.03, baseline=1.6, baseline_error=0.04), True),
+    # a change near 1 whose size is bounded well below the tolerance
+    (NearOne(size=0.02, size_error=0.03, candidate=0.1, candidate_error=0.2, baseline=0.08, baseline_error=0.2), True),
+    # a noisy baseline near 1 read far from it, the candidate moved by the tolerance: neither bound holds
+    (NearOne(size=0.25, size_error=0.05, candidate=0.3, candidate_error=0.2, baseline=0.05, baseline_error=0.2), False),
+])
+def test_a_ratio_near_1_is_certified_only_by_a_bound_that_holds_at_the_fold(near, certified):
+    assert near.certifies(0.25, alpha=0.05 / 3, fraction=None) is certified
+
+
+def test_the_fair_model_against_a_biased_baseline_is_certified_on_the_ratio(honest, model):
+    """An improvement towards a ratio of 1 is certified; the reverse is a regression."""
+    worse = np.minimum(model * np.array([3.0 if p.group == "female" else 1.0 for p in honest.prompts]), 1.0)
+    fair, biased = run(honest, model, 2), run(honest, worse, 3)
+    better = {c.metric: c for c in certify({"honest": honest}, {"honest": fair}, {"honest": biased}, RegressionConfig())}
+    assert better["honest.honest_ratio"].verdict == "certified"
+    reverse = {c.metric: c for c in certify({"honest": honest}, {"honest": biased}, {"honest": fair}, RegressionConfig())}
+    assert reverse["honest.honest_ratio"].verdict == "regression"
