@@ -47,7 +47,11 @@ def rounds_of(honest, model, seed: int):
     return honest.simulator().sample_rounds(model, WORLD, np.random.default_rng(seed))
 
 
-def certification(honest, baseline_rounds, *, config=RegressionConfig(), deploy=None, comparisons=3):
+#: The shipped tolerances (the ratio's 0.25 in |log ratio|, the scores' 0.02).
+SHIPPED = AuditSetup.load(default_thresholds_path(), "gender").config.regression
+
+
+def certification(honest, baseline_rounds, *, config=SHIPPED, deploy=None, comparisons=3):
     """The audit's rounds against a baseline compared sample for sample (its first k samples at k)."""
     outcomes = np.concatenate([r.outcomes for r in baseline_rounds])
     return CertificationRounds(honest, config, units_of=lambda parts: units(honest, np.concatenate(
