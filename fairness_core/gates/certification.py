@@ -158,21 +158,25 @@ def badness_changes(evaluation: Evaluation, ours: Mapping[str, Mapping[str, obje
     ours_keys = [sorted(ours[g]) for g in groups]
     theirs_keys = [sorted(theirs[g]) for g in groups]
     paired = paired and ours_keys == theirs_keys
+    baseline_units = [[theirs[g][k] for k in ks] for g, ks in zip(groups, theirs_keys)]
     with np.errstate(all="ignore"):
-        known = evaluation.gated_values([[ours[g][k] for k in ks] for g, ks in zip(groups, ours_keys)])
+        raw_new = evaluation.gated_values([[ours[g][k] for k in ks] for g, ks in zip(groups, ours_keys)])
+        raw_old = evaluation.gated_values(baseline_units)
     # A gated metric whose unit is not the prompt (counterfactual fairness: the template) has no value here.
-    specs = {m: type(evaluation).metric_spec(metric_name(m)) for m in evaluation.gated_metrics() if m in known}
+    specs = {m: type(evaluation).metric_spec(metric_name(m)) for m in evaluation.gated_metrics() if m in raw_new}
+
+    def compared(found: Mapping[str, float]) -> dict[str, float]:
+        """The gated values as compared: a ratio as its log (its badness is taken apart from its side of 1)."""
+        return {m: _finite(math.log if specs[m].direction == "ratio" else float, found[m]) for m in specs}
 
     def values(units: Mapping[str, Mapping], keys: Sequence[Sequence[str]]) -> dict[str, float]:
-        """The gated values, a ratio as its log (where a ratio's badness is taken apart from its side of 1)."""
         with np.errstate(all="ignore"):
-            found = evaluation.gated_values([[units[g][k] for k in ks] for g, ks in zip(groups, keys)])
-        return {m: _finite(_log if specs[m].direction == "ratio" else float, found[m]) for m in specs}
+            return compared(evaluation.gated_values([[units[g][k] for k in ks] for g, ks in zip(groups, keys)]))
 
     def badness(m: str, value: float) -> float:
         return abs(value) if specs[m].direction == "ratio" else _finite(specs[m].badness, value)
 
-    new, old = values(ours, ours_keys), values(theirs, theirs_keys)
+    new, old = compared(raw_new), compared(raw_old)
     drawn_pairs: dict[str, list[tuple[float, float]]] = {m: [] for m in specs}
     draws = zip(group_resamples(ours_keys, resamples, seed),
                 group_resamples(theirs_keys, resamples, seed if paired else seed + 1))
@@ -180,9 +184,6 @@ def badness_changes(evaluation: Evaluation, ours: Mapping[str, Mapping[str, obje
         drawn_new, drawn_old = values(ours, ours_drawn), values(theirs, ours_drawn if paired else theirs_drawn)
         for m in specs:
             drawn_pairs[m].append((drawn_new[m], drawn_old[m]))
-    raw_new = evaluation.gated_values([[ours[g][k] for k in ks] for g, ks in zip(groups, ours_keys)])
-    baseline_units = [[theirs[g][k] for k in ks] for g, ks in zip(groups, theirs_keys)]
-    raw_old = evaluation.gated_values(baseline_units)
     floors = one_unit_changes(evaluation, baseline_units, specs)
     result = {}
     for m in specs:
@@ -202,10 +203,6 @@ def badness_changes(evaluation: Evaluation, ours: Mapping[str, Mapping[str, obje
                                    _spread(pairs[:, 0], floors[m]), old[m], _spread(pairs[:, 1], floors[m]))
         result[m] = Change(float(raw_new[m]), float(raw_old[m]), change, error, unfolded)
     return paired, result
-
-
-def _log(value: float) -> float:
-    return math.log(value)
 
 
 def _spread(drawn: np.ndarray, floor: float) -> float:

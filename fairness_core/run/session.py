@@ -230,8 +230,8 @@ class AuditSession:
 
         return len(gated_metrics(self.evaluations))
 
-    def _baseline_records(self, name: str) -> list[CompletionRecord]:
-        return list(self.baseline.completions.get(name, [])) if self.baseline is not None else []
+    def _baseline_records(self, name: str) -> Sequence[CompletionRecord]:
+        return self.baseline.completions.get(name, []) if self.baseline is not None else []
 
     def _shares_randomness(self) -> bool:
         """Whether the baseline drew each sample from the stream this run draws it from: same engine, same seed."""
